@@ -1,0 +1,491 @@
+"""Reading frames into a pixels x frames matrix, and the observation mask (the I/O layer).
+
+Sources
+-------
+- Video files (mp4, avi, mkv, mov, ... anything ffmpeg decodes) are decoded by the ffmpeg
+  binary that ships with ``imageio-ffmpeg``, in a separate process. OpenCV's own AVI
+  demuxer was seen to corrupt the heap and kill the process on a raw-video AVI
+  (``malloc_consolidate(): invalid chunk size``, OpenCV 4.14 and 5.0); a decoder crash in
+  a child process is an error message instead.
+- Image folders: sorted frames (``in000001.jpg`` ...), the changedetection.net layout (a
+  folder with ``input/``), or Wallflower's (``b00000.bmp`` beside other files: the largest
+  group of files sharing a name prefix is taken).
+
+Frames are kept as uint8 BGR (colour is never lost); the matrix has one column per frame,
+grey levels (or B, G, R stacked with ``gray=False``) in 0..255 as float32.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError, WorkError
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "Video",
+    "VideoProbe",
+    "iter_frames",
+    "list_image_files",
+    "load_observation_mask",
+    "probe",
+    "random_observation",
+    "read_video",
+]
+
+logger = logging.getLogger("bpvideo")
+
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
+DEFAULT_FOLDER_FPS = 25.0
+_TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
+
+
+@dataclass
+class Video:
+    """Frames of one clip as a data matrix.
+
+    Attributes
+    ----------
+    data : (m, n) float32 ndarray
+        One column per frame: ``frame.reshape(-1)`` of the grey (or BGR) frame, 0..255.
+    frames : (n, H, W, 3) uint8 ndarray
+        The decoded BGR frames (after ``scale``), for writing the foreground video.
+    frame_shape : tuple of int
+        ``(H, W)`` for grey data, ``(H, W, 3)`` for colour data.
+    fps : float
+        Frame rate (of the selected frames, i.e. divided by ``step``).
+    source : str
+        Where the frames came from.
+    frame_numbers : list of int
+        Number of each selected frame in the source: the trailing number of the file name
+        for image folders, the 0-based decode index for videos.
+    mask : (m, n) bool ndarray or None
+        Observation mask (True = observed), or None when fully observed.
+    """
+
+    data: np.ndarray
+    frames: np.ndarray
+    frame_shape: tuple[int, ...]
+    fps: float
+    source: str
+    frame_numbers: list[int] = field(default_factory=list)
+    mask: np.ndarray | None = None
+
+    @property
+    def n_frames(self) -> int:
+        """Number of frames (columns)."""
+        return self.data.shape[1]
+
+    @property
+    def height(self) -> int:
+        return self.frame_shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.frame_shape[1]
+
+    def as_frames(self, matrix: np.ndarray) -> np.ndarray:
+        """Reshape an (m, n) matrix to ``(n, *frame_shape)`` frames (a view when possible)."""
+        return matrix.T.reshape((matrix.shape[1], *self.frame_shape))
+
+
+@dataclass
+class VideoProbe:
+    """What is known about a source before reading it.
+
+    Attributes
+    ----------
+    kind : {"video", "folder"}
+    width, height : int
+        Frame size before scaling.
+    fps : float
+        Native frame rate.
+    frame_count : int or None
+        Frames expected (None when the container does not say).
+    files : list of Path
+        The frame files of an image folder (empty for videos).
+    """
+
+    kind: str
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None
+    files: list[Path] = field(default_factory=list)
+
+
+def _natural_key(path: Path) -> tuple[str, int, str]:
+    match = _TRAILING_NUMBER.match(path.stem)
+    if match:
+        return (match.group(1), int(match.group(2)), path.suffix.lower())
+    return (path.stem, -1, path.suffix.lower())
+
+
+def list_image_files(folder: Path) -> list[Path]:
+    """Frame files of an image folder, in frame order.
+
+    Uses ``folder/input`` when present (changedetection.net layout). Among image files,
+    the largest group sharing a name prefix and extension is taken (Wallflower keeps its
+    ground-truth frame beside the input frames).
+
+    Parameters
+    ----------
+    folder : Path
+        The folder.
+
+    Returns
+    -------
+    list of Path
+        Sorted by the trailing number of the name.
+    """
+    if (folder / "input").is_dir():
+        folder = folder / "input"
+    images = [p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()]
+    if not images:
+        return []
+    groups = Counter(_natural_key(p)[0::2] for p in images)
+    (prefix, ext), _ = groups.most_common(1)[0]
+    chosen = sorted((p for p in images if _natural_key(p)[0::2] == (prefix, ext)), key=_natural_key)
+    if len(chosen) < len(images):
+        logger.info(
+            "%s: using %d frames named %s*%s, ignoring %d other image(s)",
+            folder,
+            len(chosen),
+            prefix,
+            ext,
+            len(images) - len(chosen),
+        )
+    return chosen
+
+
+def _ffmpeg_reader(path: Path, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
+    import imageio_ffmpeg
+
+    bpp = 1 if pix_fmt == "gray" else 3
+    gen = imageio_ffmpeg.read_frames(str(path), pix_fmt=pix_fmt, bpp=bpp)
+    try:
+        meta = next(gen)
+    except (OSError, RuntimeError, StopIteration) as exc:
+        gen.close()
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"{path}: cannot be decoded as a video ({detail}): check the file, or re-encode "
+            "it with ffmpeg -i IN -c:v libx264 OUT.mp4"
+        ) from None
+    return gen, meta
+
+
+def probe(path: str | os.PathLike) -> VideoProbe:
+    """Find the kind, size, frame rate and length of a source without decoding it all.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A video file or an image folder.
+
+    Returns
+    -------
+    VideoProbe
+
+    Raises
+    ------
+    InputError
+        If the path is missing, empty, or not a video or image folder.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or folder: check the path")
+    if p.is_dir():
+        files = list_image_files(p)
+        if not files:
+            raise InputError(
+                f"{p}: folder holds no image frames ({', '.join(sorted(IMAGE_EXTENSIONS))}): "
+                "give a video file or a folder of frames"
+            )
+        first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
+        if first is None:
+            raise InputError(f"{files[0]}: cannot be read as an image: remove or replace it")
+        h, w = first.shape[:2]
+        return VideoProbe("folder", w, h, DEFAULT_FOLDER_FPS, len(files), files)
+    if p.stat().st_size == 0:
+        raise InputError(f"{p}: file is empty: give a video file with frames in it")
+    if p.suffix.lower() in IMAGE_EXTENSIONS:
+        raise InputError(
+            f"{p}: is a single image, but separation needs many frames: give a video or a "
+            "folder of frames"
+        )
+    gen, meta = _ffmpeg_reader(p)
+    gen.close()
+    w, h = meta["size"]
+    fps = float(meta.get("fps") or DEFAULT_FOLDER_FPS)
+    duration = meta.get("duration")
+    count = round(duration * fps) if duration and fps else None
+    return VideoProbe("video", int(w), int(h), fps, count)
+
+
+def iter_frames(
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    frames: int | None = None,
+    step: int = 1,
+    info: VideoProbe | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A video file or an image folder.
+    start, frames, step
+        Frame selection: frames ``start, start + step, ...``, at most ``frames`` of them.
+    info : VideoProbe, optional
+        A probe of ``path`` already made.
+
+    Yields
+    ------
+    (int, (H, W, 3) uint8 ndarray)
+        Frame number and frame.
+
+    Raises
+    ------
+    InputError
+        For frames that cannot be read, or of a different size than the first.
+    WorkError
+        When decoding fails part-way, naming the frame.
+    """
+    p = Path(path)
+    info = info or probe(p)
+    count = 0
+    if info.kind == "folder":
+        selected = info.files[start::step]
+        if frames is not None:
+            selected = selected[:frames]
+        for file in selected:
+            image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+            if image is None:
+                raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+            if image.shape[:2] != (info.height, info.width):
+                raise InputError(
+                    f"{file}: frame is {image.shape[1]}x{image.shape[0]} but the first frame is "
+                    f"{info.width}x{info.height}: all frames of a folder must have one size"
+                )
+            match = _TRAILING_NUMBER.match(file.stem)
+            number = int(match.group(2)) if match else count
+            count += 1
+            yield number, image
+        return
+    gen, meta = _ffmpeg_reader(p)
+    w, h = meta["size"]
+    index = -1
+    try:
+        while frames is None or count < frames:
+            try:
+                buf = next(gen)
+            except StopIteration:
+                break
+            except RuntimeError as exc:
+                raise WorkError(
+                    f"{p}: decoding failed at frame {index + 1} after {count} frame(s) were read "
+                    f"({str(exc).strip().splitlines()[0]}): the file is damaged; re-encode it or "
+                    "use --frames to stop before the damage"
+                ) from None
+            index += 1
+            if index < start or (index - start) % step:
+                continue
+            frame = np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
+            count += 1
+            yield index, frame
+    finally:
+        gen.close()
+
+
+def _resize(image: np.ndarray, scale: float, interpolation: int = cv2.INTER_AREA) -> np.ndarray:
+    if scale == 1.0:
+        return image
+    h, w = image.shape[:2]
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    if scale > 1.0 and interpolation == cv2.INTER_AREA:
+        interpolation = cv2.INTER_LINEAR
+    return cv2.resize(image, size, interpolation=interpolation)
+
+
+def read_video(
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    frames: int | None = None,
+    step: int = 1,
+    scale: float = 1.0,
+    gray: bool = True,
+    fps: float | None = None,
+    dtype: type = np.float32,
+) -> Video:
+    """Read a video file or image folder into a :class:`Video` matrix.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Video file or image folder.
+    start : int, default 0
+        First frame (0-based).
+    frames : int, optional
+        Read at most this many frames.
+    step : int, default 1
+        Keep every ``step``-th frame.
+    scale : float, default 1.0
+        Resize factor applied to every frame.
+    gray : bool, default True
+        Grey-level matrix (m = H*W) or colour (m = 3*H*W, B, G, R interleaved per pixel).
+    fps : float, optional
+        Override the frame rate.
+    dtype : numpy dtype, default float32
+        Type of the data matrix.
+
+    Returns
+    -------
+    Video
+
+    Raises
+    ------
+    InputError
+        If the source is missing, unreadable, or yields no frames.
+    WorkError
+        If decoding fails part-way.
+    """
+    info = probe(path)
+    numbers: list[int] = []
+    kept: list[np.ndarray] = []
+    for number, frame in iter_frames(path, start=start, frames=frames, step=step, info=info):
+        numbers.append(number)
+        kept.append(_resize(frame, scale))
+    if not kept:
+        total = f"{info.frame_count}" if info.frame_count is not None else "no"
+        raise InputError(
+            f"{path}: no frames selected (the source has {total} frame(s), --start {start}, "
+            f"--step {step}): lower --start or check the file"
+        )
+    stack = np.stack(kept)
+    del kept
+    if gray:
+        planes = np.stack([cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in stack])
+    else:
+        planes = stack
+    n = planes.shape[0]
+    data = np.ascontiguousarray(planes.reshape(n, -1).T, dtype=dtype)
+    rate = fps if fps is not None else info.fps / step
+    return Video(
+        data=data,
+        frames=stack,
+        frame_shape=planes.shape[1:],
+        fps=float(rate),
+        source=str(path),
+        frame_numbers=numbers,
+    )
+
+
+def load_observation_mask(
+    path: str | os.PathLike,
+    video: Video,
+    *,
+    native_size: tuple[int, int],
+    start: int = 0,
+    step: int = 1,
+    scale: float = 1.0,
+) -> np.ndarray:
+    """Load an observation mask for ``video``: True where a pixel is observed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        One image (applied to every frame) or a video/folder with one mask per frame
+        (the same ``start``/``step`` selection as the frames is applied). Non-zero pixels
+        are observed.
+    video : Video
+        The frames the mask belongs to.
+    native_size : (width, height)
+        Frame size of the source before scaling: the mask must have this size.
+    start, step, scale
+        The selection and scaling used to read ``video``.
+
+    Returns
+    -------
+    (m, n) bool ndarray
+        Same shape as ``video.data``.
+
+    Raises
+    ------
+    InputError
+        If the mask cannot be read, has the wrong size or too few frames, or observes
+        nothing.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: mask not found: check the --mask path")
+    w0, h0 = native_size
+
+    def prepare(image: np.ndarray, where: str) -> np.ndarray:
+        if image.shape[:2] != (h0, w0):
+            raise InputError(
+                f"{where}: mask is {image.shape[1]}x{image.shape[0]} but frames are {w0}x{h0}: "
+                "give a mask of the frame size"
+            )
+        if image.ndim == 3:
+            image = image.max(axis=2)
+        observed = _resize((image != 0).astype(np.uint8), scale, cv2.INTER_NEAREST) != 0
+        if len(video.frame_shape) == 3:
+            observed = np.repeat(observed[:, :, None], video.frame_shape[2], axis=2)
+        return observed.reshape(-1)
+
+    n = video.n_frames
+    if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS:
+        image = cv2.imread(str(p), cv2.IMREAD_UNCHANGED)
+        if image is None:
+            raise InputError(f"{p}: mask cannot be read as an image: give a PNG or BMP mask")
+        column = prepare(image, str(p))
+        mask = np.repeat(column[:, None], n, axis=1)
+    else:
+        mask = np.empty(video.data.shape, dtype=bool)
+        got = 0
+        for got, (_, frame) in enumerate(iter_frames(p, start=start, frames=n, step=step), start=1):
+            mask[:, got - 1] = prepare(frame, f"{p} frame {got}")
+        if got < n:
+            raise InputError(
+                f"{p}: mask has {got} frame(s) after --start/--step but the video has {n}: give "
+                "one mask per frame, or a single mask image"
+            )
+    if not mask.any():
+        raise InputError(f"{p}: mask observes no pixel (all zero): non-zero marks observed pixels")
+    return mask
+
+
+def random_observation(shape: tuple[int, int], fraction: float, seed: int = 0) -> np.ndarray:
+    """A uniform random observation mask keeping ``fraction`` of the entries.
+
+    Parameters
+    ----------
+    shape : (m, n)
+        Matrix shape.
+    fraction : float
+        Probability that an entry is observed, in (0, 1].
+    seed : int
+        Random seed (repeatable masks).
+
+    Returns
+    -------
+    (m, n) bool ndarray
+    """
+    rng = np.random.default_rng(seed)
+    mask = rng.random(shape, dtype=np.float32) < fraction
+    if not mask.any():
+        mask.flat[rng.integers(mask.size)] = True
+    return mask

@@ -1,0 +1,305 @@
+"""Videos, masks, stills and summaries out, atomically (the writer layer).
+
+Output layout of ``separate`` (a contract that scripts depend on: keep it, add to it)::
+
+    OUTDIR/background.mp4      H.264 (yuv420p, faststart): the low-rank part L
+    OUTDIR/foreground.mp4      the input where the mask is set, black elsewhere
+    OUTDIR/masks/bin%06d.png   0/255 masks, one per input frame, numbered from 1
+    OUTDIR/background.png      median of L over the frames
+    OUTDIR/summary.json        input, parameters, solver report, timings; written last
+
+``--lossless`` writes FFV1 ``background.mkv`` and ``foreground.mkv`` instead.
+
+Every output is first written into a hidden staging folder inside OUTDIR
+(``.bpvideo-partial-*``) and renamed into place when all are complete, ``summary.json``
+last: a directory with ``summary.json`` holds a complete result. On failure the staging
+folder is removed, and OUTDIR too when this run created it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError, WorkError
+
+__all__ = [
+    "OUTPUT_NAMES",
+    "OutputDir",
+    "atomic_write_bytes",
+    "encode_png",
+    "write_json",
+    "write_masks",
+    "write_video",
+]
+
+logger = logging.getLogger("bpvideo")
+
+SUMMARY = "summary.json"
+STAGING_PREFIX = ".bpvideo-partial-"
+#: Names a complete result may hold (used to refuse overwriting without --overwrite).
+OUTPUT_NAMES = (
+    SUMMARY,
+    "background.mp4",
+    "foreground.mp4",
+    "background.mkv",
+    "foreground.mkv",
+    "background.png",
+    "masks",
+    "preview.png",
+)
+
+
+def encode_png(image: np.ndarray) -> bytes:
+    """PNG bytes of a uint8 image (grey or BGR)."""
+    ok, buf = cv2.imencode(".png", image)
+    if not ok:  # pragma: no cover - cv2 only fails on unsupported arrays
+        raise WorkError(f"could not encode a {image.shape} {image.dtype} image as PNG")
+    return buf.tobytes()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as indented JSON, atomically."""
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, default=_json_default) + "\n").encode())
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def write_masks(folder: Path, masks: Iterable[np.ndarray], *, first: int = 1) -> int:
+    """Write ``bin%06d.png`` files (0/255), numbered from ``first``.
+
+    Parameters
+    ----------
+    folder : Path
+        Destination folder (created).
+    masks : iterable of (H, W) bool ndarray
+        One mask per frame.
+    first : int, default 1
+        Number of the first file (changedetection.net numbers from 1).
+
+    Returns
+    -------
+    int
+        Number of files written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for count, mask in enumerate(masks, start=1):
+        image = np.where(mask, np.uint8(255), np.uint8(0))
+        (folder / f"bin{first + count - 1:06d}.png").write_bytes(encode_png(image))
+    return count
+
+
+def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = False) -> None:
+    """Encode frames with ffmpeg (from imageio-ffmpeg).
+
+    Parameters
+    ----------
+    path : Path
+        Output file; ``.mp4`` for H.264, ``.mkv`` for FFV1 (``lossless=True``).
+    frames : (n, H, W) or (n, H, W, 3) uint8 ndarray
+        Grey or BGR frames.
+    fps : float
+        Frame rate.
+    lossless : bool, default False
+        FFV1 instead of H.264.
+
+    Raises
+    ------
+    WorkError
+        If ffmpeg fails (disk full, ...).
+
+    Notes
+    -----
+    H.264 in yuv420p needs even sizes: odd frames are padded by one replicated row or
+    column (players and browsers refuse odd sizes).
+    """
+    import imageio_ffmpeg
+
+    n = frames.shape[0]
+    colour = frames.ndim == 4
+    h, w = frames.shape[1:3]
+    pad_h, pad_w = (0, 0) if lossless else (h % 2, w % 2)
+    if lossless:
+        codec, pix_out, params = "ffv1", ("bgr0" if colour else "gray"), ["-level", "3"]
+    else:
+        codec, pix_out = "libx264", "yuv420p"
+        params = ["-crf", "18", "-preset", "veryfast", "-movflags", "+faststart"]
+    writer = imageio_ffmpeg.write_frames(
+        str(path),
+        (w + pad_w, h + pad_h),
+        fps=float(fps),
+        codec=codec,
+        pix_fmt_in="bgr24" if colour else "gray",
+        pix_fmt_out=pix_out,
+        macro_block_size=1,
+        quality=None,
+        output_params=params,
+        ffmpeg_log_level="error",
+    )
+    try:
+        writer.send(None)
+        for j in range(n):
+            frame = frames[j]
+            if pad_h or pad_w:
+                widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if colour else ())
+                frame = np.pad(frame, widths, mode="edge")
+            writer.send(np.ascontiguousarray(frame))
+        writer.close()
+    except (OSError, RuntimeError) as exc:
+        writer.close()
+        raise WorkError(
+            f"{path}: ffmpeg could not write the video ({exc}): check free disk space"
+        ) from None
+
+
+class OutputDir:
+    """An output directory whose results appear complete or not at all.
+
+    Use as a context manager: :meth:`stage` gives paths inside a hidden staging folder,
+    :meth:`commit` moves the staged files into place (``summary.json`` last). Leaving the
+    block with an exception removes what this run wrote.
+
+    Parameters
+    ----------
+    path : path-like
+        The output directory.
+    overwrite : bool, default False
+        Replace the outputs of an earlier run. Without it, a directory that already holds
+        outputs is refused before any work starts.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+        self.path = Path(path)
+        self.overwrite = overwrite
+        self.staging: Path | None = None
+        self._created: list[Path] = []
+
+    def check(self) -> None:
+        """Refuse unusable output directories before any work starts.
+
+        Raises
+        ------
+        InputError
+            If OUTDIR is a file, is not writable, or holds outputs and ``overwrite`` is off.
+        """
+        p = self.path
+        if p.exists() and not p.is_dir():
+            raise InputError(f"{p}: output path is a file, not a directory: choose another -o")
+        if p.is_dir():
+            existing = [name for name in OUTPUT_NAMES if (p / name).exists()]
+            if existing and not self.overwrite:
+                raise InputError(
+                    f"{p}: already holds results ({', '.join(existing)}): pass --overwrite to "
+                    "replace them or choose another -o"
+                )
+        ancestor = p
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            raise InputError(f"{ancestor}: is a file, so {p} cannot be created: choose another -o")
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise InputError(
+                f"{p}: cannot write in {ancestor} (permission denied): choose another -o"
+            )
+
+    def __enter__(self) -> OutputDir:
+        self.check()
+        missing = []
+        parent = self.path
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.path))
+            os.chmod(self.staging, 0o777 & ~_umask())
+        except OSError as exc:
+            self._remove_created(missing)
+            raise WorkError(
+                f"{self.path}: cannot create the output directory ({exc.strerror}): "
+                "choose another -o"
+            ) from None
+        self._created = missing
+        return self
+
+    def stage(self, name: str) -> Path:
+        """Path of ``name`` inside the staging folder."""
+        if self.staging is None:
+            raise RuntimeError("OutputDir.stage() outside its with-block")
+        return self.staging / name
+
+    def commit(self) -> None:
+        """Move staged outputs into place; ``summary.json`` last."""
+        assert self.staging is not None
+        final_summary = self.path / SUMMARY
+        if final_summary.exists():
+            final_summary.unlink()  # the old result stops being 'complete' first
+        names = sorted(os.listdir(self.staging), key=lambda s: s == SUMMARY)
+        for name in names:
+            src, dst = self.staging / name, self.path / name
+            if src.is_dir() and dst.exists():
+                old = self.staging / f".old-{name}"
+                os.replace(dst, old)
+            os.replace(src, dst)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.staging = None
+
+    def discard(self) -> None:
+        """Remove the staging folder, and OUTDIR when this run created it and it is empty."""
+        if self.staging is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self.staging = None
+        self._remove_created(self._created)
+
+    @staticmethod
+    def _remove_created(created: list[Path]) -> None:
+        for folder in created:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.staging is not None:
+            self.discard()

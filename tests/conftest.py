@@ -1,0 +1,95 @@
+"""Shared fixtures: generated clips, the ../shared data folder, a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from bpvideo.cli import main
+from bpvideo.writer import write_video
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run ``bpvideo ARGS`` in-process; returns exit code, stdout and stderr."""
+
+    def run(*args: str | os.PathLike) -> CliResult:
+        capsys.readouterr()
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real sequences in ../shared/data; tests using it skip when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent (a user's clone has no ../shared)")
+    return SHARED_DATA
+
+
+def tiny_frames(
+    n: int = 24, h: int = 36, w: int = 48, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """BGR frames of a textured static background with one bright moving square, and its GT."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w]
+    base = 60 + 40 * np.sin(xx / 5.0) + 30 * np.cos(yy / 4.0) + rng.normal(0, 5, (h, w))
+    frames = np.empty((n, h, w, 3), np.uint8)
+    gt = np.zeros((n, h, w), bool)
+    for t in range(n):
+        img = base + rng.normal(0, 1.5, (h, w))
+        x0 = (2 * t) % (w - 8)
+        img[10:18, x0 : x0 + 8] = 235
+        gt[t, 10:18, x0 : x0 + 8] = True
+        frame = np.clip(img, 0, 255).astype(np.uint8)
+        frames[t] = np.stack([frame, frame, np.clip(frame.astype(int) + 10, 0, 255)], axis=2)
+    return frames, gt
+
+
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 24-frame 48x36 lossless clip (FFV1 .mkv) of :func:`tiny_frames`."""
+    path = tmp_path_factory.mktemp("clips") / "tiny.mkv"
+    frames, _ = tiny_frames()
+    write_video(path, frames, 10.0, lossless=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same frames as PNG files in a changedetection.net-like ``input/`` folder."""
+    root = tmp_path_factory.mktemp("cdnet")
+    (root / "input").mkdir()
+    frames, _ = tiny_frames()
+    for i, frame in enumerate(frames, start=1):
+        cv2.imwrite(str(root / "input" / f"in{i:06d}.png"), frame)
+    return root
+
+
+def output_files(folder: Path) -> list[str]:
+    """Every path under ``folder`` (relative), hidden ones included."""
+    if not folder.exists():
+        return []
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
