@@ -263,7 +263,9 @@ class SeparateSettings:
     # --- outputs -------------------------------------------------------------------------
     lossless: bool = option(False, "bool", "Write FFV1 .mkv videos instead of H.264 .mp4.")
     preview: bool = option(
-        False, "bool", "Also write preview.png: input, background, foreground, mask of a few frames."
+        False,
+        "bool",
+        "Also write preview.png: input, background, foreground, mask of a few frames.",
     )
     groundtruth: str | None = option(
         None,
