@@ -249,16 +249,16 @@ class SeparateSettings:
         metavar="T|auto",
     )
     threshold_k: float = option(
-        4.0,
+        5.0,
         "float",
         "With --threshold auto: multiple of the robust noise level.",
         low=0,
         low_open=True,
     )
     open_radius: int = option(1, "int", "Morphological opening radius in pixels (0 = off).", low=0)
-    close_radius: int = option(2, "int", "Morphological closing radius in pixels (0 = off).", low=0)
+    close_radius: int = option(3, "int", "Morphological closing radius in pixels (0 = off).", low=0)
     min_area: int = option(
-        15, "int", "Drop foreground blobs smaller than this many pixels (0 = off).", low=0
+        25, "int", "Drop foreground blobs smaller than this many pixels (0 = off).", low=0
     )
     # --- outputs -------------------------------------------------------------------------
     lossless: bool = option(False, "bool", "Write FFV1 .mkv videos instead of H.264 .mp4.")
