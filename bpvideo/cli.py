@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -138,6 +139,82 @@ def separate(
         click.echo(json.dumps(summary, indent=2))
     else:
         click.echo(summary["output"])
+
+
+EVALUATE_EPILOG = """\b
+Examples:
+  bpvideo evaluate out sample_data/groundtruth
+  bpvideo evaluate hw cdnet/highway/groundtruth --json | jq .summary.f_measure
+  bpvideo evaluate out/masks WavingTrees/hand_segmented_00247.BMP --csv scores.csv
+
+\b
+Rules (changedetection.net): ground truth 255 is foreground, 0 and 50 background,
+85 and 170 ignored; ROI.bmp and temporalROI.txt beside groundtruth/ are used when
+present. The per-frame CSV goes to MASKS/evaluation.csv when MASKS is an output
+directory of `separate` (to --csv PATH otherwise, or as well).
+"""
+
+
+@cli.command(epilog=EVALUATE_EPILOG)
+@click.argument("masks", metavar="MASKS")
+@click.argument("groundtruth", metavar="GROUNDTRUTH")
+@click.option(
+    "--roi",
+    metavar="ROI.bmp",
+    default=None,
+    help="Spatial region of interest (non-zero inside)  [default: ROI.bmp beside groundtruth/]",
+)
+@click.option(
+    "--temporal-roi",
+    metavar="FILE|FIRST:LAST",
+    default=None,
+    help="Ground-truth frames to score: a temporalROI.txt or FIRST:LAST  "
+    "[default: temporalROI.txt beside groundtruth/, else all]",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    metavar="PATH",
+    default=None,
+    help="Per-frame CSV  [default: MASKS/evaluation.csv for an output directory, else none]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON on stdout.")
+@verbosity_options
+def evaluate(
+    masks: str,
+    groundtruth: str,
+    roi: str | None,
+    temporal_roi: str | None,
+    csv_path: str | None,
+    as_json: bool,
+    verbose: bool,
+    quiet: bool,
+    debug: bool,
+) -> None:
+    """Score the foreground masks in MASKS against GROUNDTRUTH.
+
+    MASKS is an output directory of `bpvideo separate` (or its masks/ folder of
+    bin%06d.png). GROUNDTRUTH is a changedetection.net groundtruth/ folder or one
+    Wallflower-style frame (its number is a 0-based frame index). Prints the seven
+    changedetection.net metrics, mean SSIM and mean epsilon-proximity on stderr and the
+    CSV's path on stdout (or, with --json, the scores as JSON on stdout).
+    """
+    from bpvideo import evaluate as ev
+
+    configure_logging(_verbosity(verbose, quiet))
+    troi = ev.parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
+    result = ev.evaluate(masks, groundtruth, roi=roi, temporal_roi=troi)
+    if csv_path is None and (Path(masks) / "masks").is_dir():
+        csv_path = str(Path(masks) / "evaluation.csv")
+    if csv_path is not None:
+        result.info["csv"] = str(result.to_csv(csv_path))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        if not quiet:
+            click.echo(ev.format_table(result), err=True)
+        if csv_path is not None:
+            click.echo(result.info["csv"])
 
 
 def _debug_requested(argv: list[str]) -> bool:

@@ -21,7 +21,10 @@ that applies:
    of ``summary.json`` beside ``masks/``): ``frame_numbers[i]`` is the original number of
    the ``i``-th input frame, so ground-truth frame ``g`` is scored against
    ``bin%06d.png % (i + 1)`` where ``frame_numbers[i] == g``. Ground-truth frames whose
-   number is not listed are skipped (the video did not cover them).
+   number is not listed are skipped (the video did not cover them). For a video input
+   ``separate`` records 0-based decode indices, and a changedetection.net ground-truth
+   folder numbers a video's frames from 1, so there decode index ``i`` is frame ``i + 1``
+   (see the ``video`` argument of :func:`evaluate`).
 2. **One ground-truth frame** (Wallflower convention): its number is a 0-based index into
    the input, so ``hand_segmented_00247.BMP`` is the 248th frame, ``bin000248.png``.
 3. **As many ground-truth frames as masks**: the ``i``-th ground-truth file (sorted by frame
@@ -46,6 +49,7 @@ References
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
@@ -59,6 +63,7 @@ import numpy as np
 from scipy import ndimage
 
 from bpvideo.errors import InputError, WorkError
+from bpvideo.writer import atomic_write_bytes
 
 __all__ = [
     "LABEL_MOTION",
@@ -68,12 +73,15 @@ __all__ = [
     "LABEL_UNKNOWN",
     "Evaluation",
     "GroundTruth",
+    "check_groundtruth",
     "confusion_metrics",
     "epsilon_proximity",
     "evaluate",
     "format_table",
+    "input_is_video",
     "load_groundtruth",
     "load_roi",
+    "parse_temporal_roi",
     "read_temporal_roi",
     "ssim",
 ]
@@ -603,7 +611,10 @@ class Evaluation:
         }
 
     def to_csv(self, path: str | Path) -> Path:
-        """Write the per-frame scores as CSV (one header row, one row per frame).
+        """Write the per-frame scores as CSV (one header row, one row per frame), atomically.
+
+        The file is written to a temporary name in the same folder and renamed into
+        place, so ``path`` holds either the old content or the complete new one.
 
         Parameters
         ----------
@@ -621,13 +632,14 @@ class Evaluation:
             The file cannot be written.
         """
         path = Path(path)
+        handle = io.StringIO(newline="")
+        writer = csv.DictWriter(handle, fieldnames=list(_CSV_COLUMNS))
+        writer.writeheader()
+        for row in self.per_frame:
+            writer.writerow({key: row[key] for key in _CSV_COLUMNS})
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("w", newline="", encoding="utf-8") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(_CSV_COLUMNS))
-                writer.writeheader()
-                for row in self.per_frame:
-                    writer.writerow({key: row[key] for key in _CSV_COLUMNS})
+            atomic_write_bytes(path, handle.getvalue().encode("utf-8"))
         except OSError as exc:
             raise WorkError(
                 f"cannot write per-frame scores to {path} ({exc.strerror}); choose a writable path"
@@ -686,6 +698,31 @@ def _read_frame_numbers(summary: Path) -> list[int] | None:
             "it or pass frame_numbers explicitly"
         )
     return numbers
+
+
+def _input_is_video(summary: Path) -> bool:
+    """Whether the ``summary.json`` of ``separate`` describes a video (not an image folder)."""
+    try:
+        data = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    source = data.get("input") if isinstance(data, dict) else None
+    return isinstance(source, str) and input_is_video(source)
+
+
+def input_is_video(source: str | Path) -> bool:
+    """Whether ``separate`` numbers the frames of ``source`` by their 0-based decode index.
+
+    True for a video file or a pipe (``-``), False for a folder of numbered images (whose
+    frame numbers come from the file names). A path that no longer exists counts as a
+    video when its name has a suffix (``clip.mp4``).
+    """
+    path = Path(source)
+    if str(source) == "-":
+        return True
+    if path.exists():
+        return not path.is_dir()
+    return path.suffix != ""
 
 
 def _map_frames(
@@ -772,6 +809,7 @@ def evaluate(
     roi: str | Path | np.ndarray | None = None,
     temporal_roi: tuple[int, int] | None = None,
     frame_numbers: Sequence[int] | None = None,
+    video: bool | None = None,
     epsilon: float = DEFAULT_EPSILON,
 ) -> Evaluation:
     """Score foreground masks against ground truth, changedetection.net style.
@@ -796,6 +834,14 @@ def evaluate(
     frame_numbers : sequence of int, optional
         Original frame number of each input frame, in input order (one per mask).
         Overrides ``summary.json``.
+    video : bool, optional
+        Whether ``frame_numbers`` are 0-based decode indices of a video (as ``separate``
+        records for video input) rather than numbers from image file names. A
+        changedetection.net ground-truth folder numbers a video's frames from 1
+        (``gt000001.png`` is the first frame), so with ``video=True`` and more than one
+        ground-truth frame, index ``i`` is matched to ground-truth frame ``i + 1``; a single
+        Wallflower-style frame keeps its 0-based index. None (default): True when the
+        numbers come from a ``summary.json`` whose ``"input"`` is a video file, else False.
     epsilon : float, optional
         Tolerance of :func:`epsilon_proximity`.
 
@@ -825,6 +871,10 @@ def evaluate(
     gt = groundtruth if isinstance(groundtruth, GroundTruth) else load_groundtruth(groundtruth)
     if frame_numbers is None and summary_path is not None:
         frame_numbers = _read_frame_numbers(summary_path)
+        if video is None:
+            video = _input_is_video(summary_path)
+    if frame_numbers is not None and video and len(gt) > 1:
+        frame_numbers = [int(n) + 1 for n in frame_numbers]
     if not epsilon >= 0 or not math.isfinite(epsilon):
         raise InputError(f"epsilon ({epsilon}) must be a finite number >= 0; pass e.g. 0.5")
 
@@ -958,3 +1008,62 @@ def format_table(evaluation: Evaluation) -> str:
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join([head, *(f"{name.ljust(width)}  {value}" for name, value in rows)])
+
+
+def parse_temporal_roi(value: str) -> tuple[int, int]:
+    """A temporal ROI from the command line: a ``temporalROI.txt`` file or ``FIRST:LAST``.
+
+    Parameters
+    ----------
+    value : str
+        Path of a file holding ``first last``, or two integers joined by ``:``.
+
+    Returns
+    -------
+    (int, int)
+        ``(first, last)``, inclusive ground-truth frame numbers.
+
+    Raises
+    ------
+    InputError
+        Neither an existing file nor ``FIRST:LAST`` with ``FIRST <= LAST``.
+    """
+    match = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", value)
+    if match and not Path(value).exists():
+        first, last = int(match.group(1)), int(match.group(2))
+        if first > last:
+            raise InputError(
+                f"temporal ROI {value} has first ({first}) > last ({last}); swap the numbers"
+            )
+        return first, last
+    return read_temporal_roi(value)
+
+
+def check_groundtruth(path: str | Path, width: int, height: int) -> GroundTruth:
+    """Check, before any work, that ground truth can score masks of ``width`` x ``height``.
+
+    Parameters
+    ----------
+    path : str or Path
+        See :func:`load_groundtruth`.
+    width, height : int
+        Size of the masks that will be scored.
+
+    Returns
+    -------
+    GroundTruth
+
+    Raises
+    ------
+    InputError
+        The ground truth is missing, unreadable, or of another size.
+    """
+    gt = load_groundtruth(path)
+    labels = gt.load(0)
+    if labels.shape != (height, width):
+        raise InputError(
+            f"ground truth {gt.frames[0][1]} is {labels.shape[1]}x{labels.shape[0]} but the "
+            f"masks will be {width}x{height}; drop --scale (or pass ground truth of that "
+            "size) to score with --groundtruth"
+        )
+    return gt

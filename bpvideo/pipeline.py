@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 
 from bpvideo import __version__
+from bpvideo.baselines import godec, ialm, rpca_gd
 from bpvideo.errors import ConvergenceWarning, InputError
+from bpvideo.evaluate import check_groundtruth, evaluate, input_is_video
 from bpvideo.masks import foreground_masks
+from bpvideo.preview import contact_sheet
 from bpvideo.reader import Video, load_observation_mask, probe, random_observation, read_video
 from bpvideo.settings import SeparateSettings
 from bpvideo.solver import Iterate, SolverResult, best_pair, check_problem, ncf
@@ -94,13 +97,13 @@ def solve(
     the result's ``converged`` flag.
     """
     A = video.data
-    kwargs: dict[str, Any] = dict(
-        settings.solver_kwargs(), mask=video.mask, init=settings.init, callback=callback
-    )
-    solver = {"bestpair": best_pair, "ncf": ncf}[settings.method]
+    kwargs: dict[str, Any] = dict(settings.solver_kwargs(), mask=video.mask, callback=callback)
+    solver = {"bestpair": best_pair, "ncf": ncf, "ialm": ialm, "godec": godec, "rpca_gd": rpca_gd}[
+        settings.method
+    ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        result = solver(A, settings.rank, settings.sparsity, **kwargs)
+        result = solver(A, *settings.solver_args(), **kwargs)
     for w in caught:
         if issubclass(w.category, ConvergenceWarning):
             logger.warning("%s", w.message)
@@ -111,6 +114,31 @@ def solve(
 
 def _to_uint8(x: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+
+
+def _evaluate_staged(
+    outdir: OutputDir, input_path: str, video: Video, settings: SeparateSettings
+) -> dict[str, Any]:
+    """Score the staged masks against ``settings.groundtruth``; stage evaluation.csv."""
+    t = time.perf_counter()
+    result = evaluate(
+        outdir.stage("masks"),
+        settings.groundtruth,
+        frame_numbers=video.frame_numbers,
+        video=input_is_video(input_path),
+    )
+    result.to_csv(outdir.stage("evaluation.csv"))
+    s = result.summary
+    logger.info(
+        "evaluation: F-measure %.4f, recall %.4f, precision %.4f over %d frames (%.2fs)",
+        s["f_measure"],
+        s["recall"],
+        s["precision"],
+        s["frames_scored"],
+        time.perf_counter() - t,
+    )
+    info = dict(result.info, masks=str(outdir.path / "masks"))  # not the staging folder
+    return {"summary": s, "info": info}
 
 
 def separate(
@@ -169,6 +197,8 @@ def separate(
         )
     except InputError as exc:
         raise InputError(f"{input_path}: {exc.message}") from None
+    if settings.groundtruth is not None:  # checked before the work, used after it
+        check_groundtruth(settings.groundtruth, video.width, video.height)
     logger.info(
         "read %d frames of %dx%d from %s (%.2fs)",
         n,
@@ -253,6 +283,13 @@ def separate(
         write_masks(outdir.stage("masks"), fg.masks)
         still = _to_uint8(np.median(background, axis=0))
         atomic_write_bytes(outdir.stage("background.png"), encode_png(still))
+        if settings.preview:
+            sheet = contact_sheet(video.frames, background, foreground, fg.masks)
+            atomic_write_bytes(outdir.stage("preview.png"), encode_png(sheet))
+            summary["outputs"]["preview"] = "preview.png"
+        if settings.groundtruth is not None:
+            summary["evaluation"] = _evaluate_staged(outdir, input_path, video, settings)
+            summary["outputs"]["evaluation"] = "evaluation.csv"
         seconds["write"] = time.perf_counter() - t
         seconds["total"] = time.perf_counter() - t_start
         summary["seconds"] = {k: round(v, 4) for k, v in seconds.items()}

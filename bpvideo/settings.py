@@ -23,7 +23,9 @@ __all__ = [
     "option_specs",
 ]
 
-METHODS = ("bestpair", "ncf")
+METHODS = ("bestpair", "ncf", "ialm", "godec", "rpca_gd")
+#: Methods that take ``init`` (a starting point); the baselines start their own way.
+INIT_METHODS = ("bestpair", "ncf")
 MASK_RULES = ("residual", "support")
 INITS = ("robust", "zeros", "median")
 
@@ -200,7 +202,9 @@ class SeparateSettings:
     method: str = option(
         "bestpair",
         "str",
-        "Solver: best-pair APG, or NCF (alternating projections).",
+        "Solver: best-pair APG; NCF (alternating projections); or the paper's comparison "
+        "methods iEALM (convex PCP, inexact ALM; ignores --rank/--sparsity), GoDec (q = 2), "
+        "RPCA GD.",
         choices=METHODS,
     )
     rank: int = option(2, "int", "Rank r of the background.", low=1)
@@ -245,19 +249,32 @@ class SeparateSettings:
         metavar="T|auto",
     )
     threshold_k: float = option(
-        4.0,
+        5.0,
         "float",
         "With --threshold auto: multiple of the robust noise level.",
         low=0,
         low_open=True,
     )
     open_radius: int = option(1, "int", "Morphological opening radius in pixels (0 = off).", low=0)
-    close_radius: int = option(2, "int", "Morphological closing radius in pixels (0 = off).", low=0)
+    close_radius: int = option(3, "int", "Morphological closing radius in pixels (0 = off).", low=0)
     min_area: int = option(
-        15, "int", "Drop foreground blobs smaller than this many pixels (0 = off).", low=0
+        25, "int", "Drop foreground blobs smaller than this many pixels (0 = off).", low=0
     )
     # --- outputs -------------------------------------------------------------------------
     lossless: bool = option(False, "bool", "Write FFV1 .mkv videos instead of H.264 .mp4.")
+    preview: bool = option(
+        False,
+        "bool",
+        "Also write preview.png: input, background, foreground, mask of a few frames.",
+    )
+    groundtruth: str | None = option(
+        None,
+        "path",
+        "Score the masks against this ground truth (changedetection.net groundtruth/ folder or "
+        "one Wallflower frame); scores go to summary.json and evaluation.csv.",
+        optional=True,
+        metavar="DIR",
+    )
     overwrite: bool = option(False, "bool", "Replace the outputs of an earlier run.")
 
     def validate(self) -> SeparateSettings:
@@ -284,9 +301,17 @@ class SeparateSettings:
     def solver_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the solver function for :attr:`method`."""
         kwargs: dict[str, Any] = {"max_iter": self.max_iter, "tol": self.tol}
+        if self.method in INIT_METHODS:
+            kwargs["init"] = self.init
         if self.method == "bestpair":
             kwargs.update(gamma=self.gamma, a=self.a, b=self.b)
+        if self.method == "godec":
+            kwargs["seed"] = self.seed
         return kwargs
+
+    def solver_args(self) -> tuple[Any, ...]:
+        """Positional arguments after ``A`` of the solver for :attr:`method`."""
+        return () if self.method == "ialm" else (self.rank, self.sparsity)
 
 
 def option_specs() -> list[tuple[str, Any, Spec]]:

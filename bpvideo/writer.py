@@ -56,6 +56,7 @@ OUTPUT_NAMES = (
     "background.png",
     "masks",
     "preview.png",
+    "evaluation.csv",
 )
 
 
