@@ -310,24 +310,26 @@ if HAVE_NUMBA:  # pragma: no branch
             e2 += a_e
         return ds2, dl2, s2, l2, e2
 
-    _SERIAL = {}
-    _PARALLEL = {}
-    for _name, _fn in (
-        ("gradient_step", _nb_gradient_step_py),
-        ("row_thresholds", _nb_row_thresholds_py),
-        ("col_thresholds", _nb_col_thresholds_py),
-        ("finish", _nb_finish_py),
-    ):
-        _SERIAL[_name] = _jit(_fn)
-        _PARALLEL[_name] = _pjit(_fn)
+    # One compiled (and disk-cached) parallel variant of each kernel; small problems run
+    # it on one thread (a second, serial variant of the same function would share its
+    # cache entry and be recompiled in every process).
+    _PARALLEL = {
+        "gradient_step": _pjit(_nb_gradient_step_py),
+        "row_thresholds": _pjit(_nb_row_thresholds_py),
+        "col_thresholds": _pjit(_nb_col_thresholds_py),
+        "finish": _pjit(_nb_finish_py),
+    }
 
-#: Matrices with fewer entries run the single-threaded kernels (thread start-up and
+#: Matrices with fewer entries run the kernels on one thread (thread start-up and
 #: barriers cost more than they save on small problems, more so on a busy machine).
 PARALLEL_MIN_SIZE = 1 << 20
 
 
 def _k(name: str, size: int):
-    return (_PARALLEL if size >= PARALLEL_MIN_SIZE else _SERIAL)[name]
+    threads = numba.config.NUMBA_NUM_THREADS if size >= PARALLEL_MIN_SIZE else 1
+    if numba.get_num_threads() != threads:
+        numba.set_num_threads(threads)
+    return _PARALLEL[name]
 
 
 _NO_MASK = np.ones((1, 1), dtype=bool)
