@@ -587,6 +587,9 @@ def _run_windows(
                         f"{name}: no frames selected (--start {settings.start}, --step "
                         f"{settings.step}): lower --start or check the input"
                     )
+                if window is None and source.frame_count is None:
+                    # Length unknown beforehand (stdin): check now, before the solve.
+                    plan_window(settings, source.width, source.height, len(chunk), name=name)
                 video = _window_video(chunk, settings, fps, name)
                 del chunk
                 _check_window(video, settings, name, carried is None)
