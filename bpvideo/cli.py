@@ -28,6 +28,9 @@ Examples:
   bpvideo separate traffic.mp4 --rank 2 --sparsity 0.1 --json > summary.json
   bpvideo separate cdnet/highway/input -o hw --scale 0.5 --observe 0.7 --seed 1
   bpvideo separate clip.avi -o out --threshold 20 --min-area 50 --lossless
+  bpvideo separate a.mp4 'cams/*.mp4' -o 'OUT/{stem}'
+  ffmpeg -i cam.mp4 -f rawvideo -pix_fmt gray - | bpvideo separate - --size 320x240
+    -o out --masks-to - | ffmpeg -f rawvideo -pix_fmt gray -s 320x240 -i - masks.mkv
 
 \b
 Outputs (in OUTDIR): background.mp4, foreground.mp4, masks/bin%06d.png,
@@ -100,19 +103,20 @@ def cli() -> None:
 
 
 @cli.command(epilog=SEPARATE_EPILOG)
-@click.argument("input_path", metavar="INPUT")
+@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True)
 @click.option(
     "-o",
     "--output",
     metavar="OUTDIR",
     default=None,
-    help="Output directory  [default: INPUT's name + '-bpvideo']",
+    help="Output directory, or a template for many inputs: {stem}, {name}, {parent}, "
+    "{index}  [default: INPUT's name + '-bpvideo']",
 )
 @settings_options
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 @verbosity_options
 def separate(
-    input_path: str,
+    inputs: tuple[str, ...],
     output: str | None,
     as_json: bool,
     verbose: bool,
@@ -120,25 +124,51 @@ def separate(
     debug: bool,
     **options: Any,
 ) -> None:
-    """Separate INPUT (a video file or a folder of frames) into background and foreground.
+    """Separate INPUT (video files, folders of frames, globs, or - for stdin).
 
-    Writes OUTDIR and prints its path (or, with --json, the summary) on stdout.
+    Writes OUTDIR and prints its path (or, with --json, the summary) on stdout; one line
+    per input when there are several (JSON lines with --json).
     """
+    from bpvideo.errors import InputError
+    from bpvideo.pipeline import expand_inputs, format_output, separate_many
     from bpvideo.pipeline import separate as run_separate
 
     verbosity = _verbosity(verbose, quiet)
     configure_logging(verbosity)
     given = {k: v for k, v in options.items() if v is not None}
     settings = SeparateSettings.from_mapping(given)
+    paths = expand_inputs(list(inputs))
     callback, close = iteration_reporter(settings.max_iter, verbosity)
     try:
-        summary = run_separate(input_path, output, settings, callback=callback)
+        if len(paths) == 1:
+            out = None if output is None else format_output(output, paths[0], 1)
+            summary = run_separate(paths[0], out, settings, callback=callback)
+            if settings.masks_to == "-":
+                return  # stdout carries only the masks
+            if as_json:
+                click.echo(json.dumps(summary, indent=2))
+            else:
+                click.echo(summary["output"])
+            return
+        if settings.masks_to is not None:
+            raise InputError(
+                f"--masks-to {settings.masks_to} takes one input, got {len(paths)}: run the "
+                "inputs one at a time"
+            )
+        failed = 0
+        for _path, _, summary, error in separate_many(paths, output, settings, callback=callback):
+            if error is not None:
+                failed += 1
+                click.echo(f"bpvideo: error: {error.message}", err=True)
+                continue
+            assert summary is not None
+            click.echo(json.dumps(summary) if as_json else summary["output"])
+            sys.stdout.flush()
+        if failed:
+            click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
+            raise click.exceptions.Exit(1)
     finally:
         close()
-    if as_json:
-        click.echo(json.dumps(summary, indent=2))
-    else:
-        click.echo(summary["output"])
 
 
 EVALUATE_EPILOG = """\b
@@ -244,8 +274,15 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"bpvideo: error: {exc.message}", err=True)
         return exc.exit_code
     except BrokenPipeError:
-        sys.stderr.close()
+        # The reader of stdout went away (``... | head``): end quietly. Point stdout at
+        # /dev/null so that the interpreter's final flush cannot complain.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
         return 1
+
     except Exception as exc:
         if debug:
             raise

@@ -32,11 +32,14 @@ from bpvideo.errors import InputError, WorkError
 
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "FrameSource",
     "Video",
     "VideoProbe",
     "iter_frames",
     "list_image_files",
     "load_observation_mask",
+    "open_source",
+    "parse_y4m_header",
     "probe",
     "random_observation",
     "read_video",
@@ -489,3 +492,366 @@ def random_observation(shape: tuple[int, int], fraction: float, seed: int = 0) -
     if not mask.any():
         mask.flat[rng.integers(mask.size)] = True
     return mask
+
+
+# --- streaming sources: files, folders and stdin ---------------------------------------
+
+Y4M_MAGIC = b"YUV4MPEG2"
+
+
+@dataclass
+class FrameSource:
+    """A stream of selected, scaled uint8 BGR frames, read only as they are consumed.
+
+    Attributes
+    ----------
+    name : str
+        Where the frames come from (``"-"`` for stdin).
+    width, height : int
+        Frame size after scaling.
+    fps : float
+        Frame rate of the selected frames.
+    frame_count : int or None
+        Frames expected after the selection (None when unknown, e.g. stdin).
+    native_size : (int, int)
+        ``(width, height)`` before scaling.
+    frames : iterator of (int, (H, W, 3) uint8 ndarray)
+        Frame number and frame, in order.
+    """
+
+    name: str
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None
+    native_size: tuple[int, int]
+    frames: Iterator[tuple[int, np.ndarray]]
+
+    def close(self) -> None:
+        """Stop reading (ends a decoding child process)."""
+        close = getattr(self.frames, "close", None)
+        if close is not None:
+            close()
+
+
+def _scaled_size(w: int, h: int, scale: float) -> tuple[int, int]:
+    if scale == 1.0:
+        return w, h
+    return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+def _select(
+    frames: Iterator[tuple[int, np.ndarray]], start: int, count: int | None, step: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    kept = 0
+    for index, frame in frames:
+        if count is not None and kept >= count:
+            return
+        if index < start or (index - start) % step:
+            continue
+        kept += 1
+        yield index, frame
+
+
+def _read_exact(stream, size: int) -> bytes:
+    """Up to ``size`` bytes: fewer only at the end of the stream."""
+    chunks = []
+    got = 0
+    while got < size:
+        chunk = stream.read(size - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _iter_raw(
+    stream, width: int, height: int, pix_fmt: str, name: str
+) -> Iterator[tuple[int, np.ndarray]]:
+    channels = 1 if pix_fmt == "gray" else 3
+    size = width * height * channels
+    index = 0
+    while True:
+        buf = _read_exact(stream, size)
+        if not buf:
+            return
+        if len(buf) < size:
+            raise WorkError(
+                f"{name}: stream ended inside frame {index} ({len(buf)} of {size} bytes of a "
+                f"{width}x{height} {pix_fmt} frame): check --size and --pix-fmt"
+            )
+        frame = np.frombuffer(buf, dtype=np.uint8)
+        if channels == 1:
+            frame = cv2.cvtColor(frame.reshape(height, width), cv2.COLOR_GRAY2BGR)
+        else:
+            frame = frame.reshape(height, width, 3)
+        yield index, frame
+        index += 1
+
+
+@dataclass
+class Y4MHeader:
+    """What a YUV4MPEG2 stream header says."""
+
+    width: int
+    height: int
+    fps: float
+    colorspace: str
+    full_range: bool
+
+
+def parse_y4m_header(line: bytes, name: str = "-") -> Y4MHeader:
+    """Parse the first line of a y4m stream (``YUV4MPEG2 W320 H240 F25:1 C420jpeg ...``).
+
+    Raises
+    ------
+    InputError
+        If the header is not y4m, lacks the size, or has an unsupported colour space.
+    """
+    tokens = line.decode("ascii", "replace").split()
+    if not tokens or tokens[0] != "YUV4MPEG2":
+        raise InputError(f"{name}: not a y4m stream header: give --size WxH for raw frames")
+    fields = {t[0]: t[1:] for t in tokens[1:] if t}
+    try:
+        width, height = int(fields["W"]), int(fields["H"])
+    except (KeyError, ValueError):
+        raise InputError(f"{name}: y4m header lacks W/H: {line[:80]!r}") from None
+    fps = 25.0
+    if "F" in fields:
+        num, _, den = fields["F"].partition(":")
+        try:
+            fps = float(num) / float(den or 1)
+        except (ValueError, ZeroDivisionError):
+            fps = 25.0
+    colorspace = fields.get("C", "420jpeg")
+    base = "mono" if colorspace.startswith("mono") else colorspace[:3]
+    if base not in ("420", "444", "422", "mono") or colorspace.endswith(("p10", "p12", "p16")):
+        raise InputError(
+            f"{name}: y4m colour space C{colorspace} is not supported (8-bit 420, 422, 444, "
+            "mono are): convert with ffmpeg -pix_fmt yuv420p"
+        )
+    full = any(t.upper() == "XCOLORRANGE=FULL" for t in tokens)
+    return Y4MHeader(width, height, fps or 25.0, base, full)
+
+
+def _yuv_to_bgr(y: np.ndarray, u: np.ndarray, v: np.ndarray, full: bool) -> np.ndarray:
+    """BT.601 YUV planes (same size) to BGR uint8."""
+    yf = y.astype(np.float32)
+    uf = u.astype(np.float32) - 128.0
+    vf = v.astype(np.float32) - 128.0
+    if full:
+        r, g, b = yf + 1.402 * vf, yf - 0.344136 * uf - 0.714136 * vf, yf + 1.772 * uf
+    else:
+        yf = 1.164383 * (yf - 16.0)
+        r = yf + 1.596027 * vf
+        g = yf - 0.391762 * uf - 0.812968 * vf
+        b = yf + 2.017232 * uf
+    out = np.stack([b, g, r], axis=2)
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def _iter_y4m(stream, header: Y4MHeader, name: str) -> Iterator[tuple[int, np.ndarray]]:
+    w, h = header.width, header.height
+    cw, ch = {
+        "420": ((w + 1) // 2, (h + 1) // 2),
+        "422": ((w + 1) // 2, h),
+        "444": (w, h),
+        "mono": (0, 0),
+    }[header.colorspace]
+    size = w * h + 2 * cw * ch
+    index = 0
+    while True:
+        line = stream.readline()
+        if not line:
+            return
+        if not line.startswith(b"FRAME"):
+            raise WorkError(
+                f"{name}: y4m frame {index} lacks its FRAME marker: the stream is damaged"
+            )
+        buf = _read_exact(stream, size)
+        if len(buf) < size:
+            raise WorkError(
+                f"{name}: stream ended inside frame {index} ({len(buf)} of {size} bytes): the "
+                "y4m stream is truncated"
+            )
+        data = np.frombuffer(buf, dtype=np.uint8)
+        y = data[: w * h].reshape(h, w)
+        if header.colorspace == "mono":
+            frame = cv2.cvtColor(y, cv2.COLOR_GRAY2BGR)
+        else:
+            u = data[w * h : w * h + cw * ch].reshape(ch, cw)
+            v = data[w * h + cw * ch :].reshape(ch, cw)
+            if ch != h:
+                u, v = np.repeat(u, 2, axis=0)[:h], np.repeat(v, 2, axis=0)[:h]
+            if cw != w:
+                u, v = np.repeat(u, 2, axis=1)[:, :w], np.repeat(v, 2, axis=1)[:, :w]
+            frame = _yuv_to_bgr(y, u, v, header.full_range)
+        yield index, frame
+        index += 1
+
+
+def _ffmpeg_y4m(stream, head: bytes, name: str):
+    """Decode a container on ``stream`` (``head`` already read from it) into y4m by ffmpeg."""
+    import subprocess
+    import threading
+
+    import imageio_ffmpeg
+
+    cmd = [
+        imageio_ffmpeg.get_ffmpeg_exe(),
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-i",
+        "pipe:0",
+        "-f",
+        "yuv4mpegpipe",
+        "-pix_fmt",
+        "yuv444p",
+        "-strict",
+        "-1",
+        "pipe:1",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+    def feed() -> None:
+        try:
+            proc.stdin.write(head)
+            while True:
+                chunk = stream.read(1 << 16)
+                if not chunk:
+                    break
+                proc.stdin.write(chunk)
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    line = proc.stdout.readline()
+    if not line.startswith(Y4M_MAGIC):
+        err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+        proc.kill()
+        proc.wait()
+        detail = err[-1] if err else "no video stream"
+        raise InputError(
+            f"{name}: stdin cannot be decoded as a video ({detail}): give --size WxH and "
+            "--pix-fmt for raw frames, or a y4m or other container stream"
+        )
+    header = parse_y4m_header(line, name)
+
+    def frames() -> Iterator[tuple[int, np.ndarray]]:
+        try:
+            yield from _iter_y4m(proc.stdout, header, name)
+            if proc.wait() != 0:
+                err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+                raise WorkError(
+                    f"{name}: decoding the stream failed ({err[-1] if err else 'ffmpeg error'})"
+                    ": check the input"
+                )
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    return header, frames()
+
+
+def open_source(
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    frames: int | None = None,
+    step: int = 1,
+    scale: float = 1.0,
+    fps: float | None = None,
+    size: tuple[int, int] | None = None,
+    pix_fmt: str = "gray",
+    stdin=None,
+) -> FrameSource:
+    """Open a video file, image folder or stdin (``"-"``) as a :class:`FrameSource`.
+
+    Nothing but the header is read: frames are decoded as the iterator is consumed, so
+    only the frames a caller keeps are in memory (as uint8).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Video file, image folder, or ``"-"`` for stdin. Stdin holds raw frames when
+        ``size`` is given (``pix_fmt`` gray or bgr24, as ``ffmpeg -f rawvideo -pix_fmt
+        gray -`` writes), else a y4m stream (its header gives size and rate), else any
+        container ffmpeg can read from a pipe.
+    start, frames, step : int
+        Frame selection, as in :func:`read_video`.
+    scale : float
+        Resize factor.
+    fps : float, optional
+        Frame rate override (raw stdin has none: 25 by default).
+    size : (width, height), optional
+        Size of raw frames on stdin.
+    pix_fmt : {"gray", "bgr24"}
+        Pixel format of raw frames on stdin.
+    stdin : binary file, optional
+        Stream to read instead of ``sys.stdin.buffer`` (tests).
+
+    Returns
+    -------
+    FrameSource
+
+    Raises
+    ------
+    InputError
+        Missing or undecodable input (before any frame is consumed).
+    """
+    if str(path) == "-":
+        import sys
+
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        name = "stdin"
+        count = None
+        if size is not None:
+            w, h = size
+            raw = _iter_raw(stream, w, h, pix_fmt, name)
+            rate = fps if fps is not None else DEFAULT_FOLDER_FPS
+        else:
+            head = _read_exact(stream, len(Y4M_MAGIC))
+            if not head:
+                raise InputError("stdin: is empty: pipe frames into bpvideo separate -")
+            if head == Y4M_MAGIC:
+                header = parse_y4m_header(head + stream.readline(), name)
+                raw = _iter_y4m(stream, header, name)
+            else:
+                header, raw = _ffmpeg_y4m(stream, head, name)
+            w, h = header.width, header.height
+            rate = fps if fps is not None else header.fps / step
+        selected = _select(raw, start, frames, step)
+    else:
+        info = probe(path)
+        w, h = info.width, info.height
+        name = str(path)
+        selected = iter_frames(path, start=start, frames=frames, step=step, info=info)
+        count = None
+        if info.frame_count is not None:
+            count = max(0, -(-(info.frame_count - start) // step))
+            if frames is not None:
+                count = min(count, frames)
+        rate = fps if fps is not None else info.fps / step
+
+    def scaled() -> Iterator[tuple[int, np.ndarray]]:
+        try:
+            for number, frame in selected:
+                yield number, _resize(frame, scale)
+        finally:
+            selected.close()
+
+    sw, sh = _scaled_size(w, h, scale)
+    return FrameSource(name, sw, sh, float(rate), count, (w, h), scaled())

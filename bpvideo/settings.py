@@ -21,6 +21,7 @@ __all__ = [
     "check_value",
     "option",
     "option_specs",
+    "parse_size",
 ]
 
 METHODS = ("bestpair", "ncf", "ialm", "godec", "rpca_gd")
@@ -28,6 +29,7 @@ METHODS = ("bestpair", "ncf", "ialm", "godec", "rpca_gd")
 INIT_METHODS = ("bestpair", "ncf")
 MASK_RULES = ("residual", "support")
 INITS = ("robust", "zeros", "median")
+PIX_FMTS = ("gray", "bgr24")
 
 
 @dataclass(frozen=True)
@@ -36,8 +38,9 @@ class Spec:
 
     Attributes
     ----------
-    kind : {"int", "float", "str", "bool", "path", "threshold"}
-        Value type. "threshold" is a positive float or the string "auto".
+    kind : {"int", "float", "str", "bool", "path", "threshold", "window"}
+        Value type. "threshold" is a positive float or the string "auto"; "window" is an
+        integer within the bounds or the string "auto".
     help : str
         One-line help text (also the CLI help).
     low, high : float or None
@@ -109,8 +112,13 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise InputError(f"{label} must be true or false, got {value!r}")
-    if kind == "threshold" and isinstance(value, str) and value.strip().lower() == "auto":
-        return "auto"
+    if kind in ("threshold", "window") and isinstance(value, str):
+        if value.strip().lower() == "auto":
+            return "auto"
+        if kind == "window":
+            kind = "int"
+    elif kind == "window":
+        kind = "int"
     if kind in ("int", "float", "threshold"):
         if isinstance(value, bool):
             raise InputError(f"{label} must be a number, got {value!r}")
@@ -123,7 +131,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
                 number = float(value)
         except (TypeError, ValueError):
             what = "an integer" if kind == "int" else "a number"
-            extra = " or 'auto'" if kind == "threshold" else ""
+            extra = " or 'auto'" if spec.kind in ("threshold", "window") else ""
             raise InputError(f"{label} must be {what}{extra}, got {value!r}") from None
         if not math.isfinite(number):
             raise InputError(f"{label} must be finite, got {value!r}")
@@ -177,6 +185,30 @@ class SeparateSettings:
         low=0,
         low_open=True,
         optional=True,
+    )
+    size: str | None = option(
+        None,
+        "str",
+        "Frame size WxH of raw frames on stdin (INPUT '-'); without it stdin is read as y4m "
+        "or any container ffmpeg can stream.",
+        optional=True,
+        metavar="WxH",
+    )
+    pix_fmt: str = option(
+        "gray", "str", "Pixel format of raw frames on stdin (with --size).", choices=PIX_FMTS
+    )
+    # --- windowed solving ----------------------------------------------------------------
+    window: int | str = option(
+        "auto",
+        "window",
+        "Frames solved together: N per window (background carried between windows), 0 = the "
+        "whole video at once, auto = whole video for short clips, else windows that fit in "
+        "memory.",
+        low=0,
+        metavar="N|auto",
+    )
+    overlap: int = option(
+        20, "int", "Frames shared by consecutive windows (re-solved, not re-written).", low=0
     )
     # --- observation mask ----------------------------------------------------------------
     mask: str | None = option(
@@ -276,6 +308,14 @@ class SeparateSettings:
         metavar="DIR",
     )
     overwrite: bool = option(False, "bool", "Replace the outputs of an earlier run.")
+    masks_to: str | None = option(
+        None,
+        "path",
+        "Also write the masks as raw gray frames (0/255, WxH bytes each) to this file, or to "
+        "stdout with '-' (stdout then carries only those bytes).",
+        optional=True,
+        metavar="PATH|-",
+    )
 
     def validate(self) -> SeparateSettings:
         """Check and coerce every field in place; return self."""
@@ -283,6 +323,12 @@ class SeparateSettings:
             setattr(self, f.name, check_value(f.name, f.metadata["spec"], getattr(self, f.name)))
         if self.mask is not None and self.observe is not None:
             raise InputError("--mask and --observe cannot be combined: choose one")
+        if isinstance(self.window, int) and 0 < self.window <= self.overlap:
+            raise InputError(
+                f"overlap ({self.overlap}) must be < window ({self.window}): lower --overlap"
+            )
+        if self.size is not None:
+            parse_size(self.size)
         return self
 
     @classmethod
@@ -312,6 +358,18 @@ class SeparateSettings:
     def solver_args(self) -> tuple[Any, ...]:
         """Positional arguments after ``A`` of the solver for :attr:`method`."""
         return () if self.method == "ialm" else (self.rank, self.sparsity)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``(width, height)`` from ``"WxH"``; raise :class:`InputError` when malformed."""
+    parts = text.lower().replace(" ", "").split("x")
+    try:
+        w, h = (int(p) for p in parts)
+    except ValueError:
+        raise InputError(f"size ({text!r}) must be WxH, e.g. --size 320x240") from None
+    if w < 1 or h < 1:
+        raise InputError(f"size ({text!r}) must be positive, e.g. --size 320x240")
+    return w, h
 
 
 def option_specs() -> list[tuple[str, Any, Spec]]:

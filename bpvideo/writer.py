@@ -35,6 +35,8 @@ from bpvideo.errors import InputError, WorkError
 __all__ = [
     "OUTPUT_NAMES",
     "OutputDir",
+    "RawMaskSink",
+    "VideoStream",
     "atomic_write_bytes",
     "encode_png",
     "write_json",
@@ -131,6 +133,110 @@ def write_masks(folder: Path, masks: Iterable[np.ndarray], *, first: int = 1) ->
     return count
 
 
+class VideoStream:
+    """An ffmpeg encoder (from imageio-ffmpeg) that takes frames as they are finished.
+
+    The child process stays open across :meth:`write` calls, so a long video is encoded
+    without holding its frames.
+
+    Parameters
+    ----------
+    path : Path
+        Output file; ``.mp4`` for H.264, ``.mkv`` for FFV1 (``lossless=True``).
+    fps : float
+        Frame rate.
+    lossless : bool, default False
+        FFV1 instead of H.264.
+
+    Notes
+    -----
+    H.264 in yuv420p needs even sizes: odd frames are padded by one replicated row or
+    column (players and browsers refuse odd sizes). The size and colour are taken from the
+    first frame written.
+    """
+
+    def __init__(self, path: Path, fps: float, *, lossless: bool = False) -> None:
+        self.path = Path(path)
+        self.fps = float(fps)
+        self.lossless = lossless
+        self.frames_written = 0
+        self._writer: Any = None
+        self._pad: tuple[int, int] = (0, 0)
+        self._colour = False
+
+    def _open(self, frame: np.ndarray) -> None:
+        import imageio_ffmpeg
+
+        colour = frame.ndim == 3
+        h, w = frame.shape[:2]
+        pad_h, pad_w = (0, 0) if self.lossless else (h % 2, w % 2)
+        if self.lossless:
+            codec, pix_out, params = "ffv1", ("bgr0" if colour else "gray"), ["-level", "3"]
+        else:
+            codec, pix_out = "libx264", "yuv420p"
+            params = ["-crf", "18", "-preset", "veryfast", "-movflags", "+faststart"]
+        self._writer = imageio_ffmpeg.write_frames(
+            str(self.path),
+            (w + pad_w, h + pad_h),
+            fps=self.fps,
+            codec=codec,
+            pix_fmt_in="bgr24" if colour else "gray",
+            pix_fmt_out=pix_out,
+            macro_block_size=1,
+            quality=None,
+            output_params=params,
+            ffmpeg_log_level="error",
+        )
+        self._pad = (pad_h, pad_w)
+        self._colour = colour
+        self._writer.send(None)
+
+    def write(self, frames: Iterable[np.ndarray]) -> None:
+        """Encode ``frames``: (H, W) grey or (H, W, 3) BGR uint8 arrays.
+
+        Raises
+        ------
+        WorkError
+            If ffmpeg fails (disk full, ...).
+        """
+        try:
+            for frame in frames:
+                if self._writer is None:
+                    self._open(frame)
+                pad_h, pad_w = self._pad
+                if pad_h or pad_w:
+                    widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if self._colour else ())
+                    frame = np.pad(frame, widths, mode="edge")
+                self._writer.send(np.ascontiguousarray(frame))
+                self.frames_written += 1
+        except (OSError, RuntimeError) as exc:
+            self.abort()
+            raise WorkError(
+                f"{self.path}: ffmpeg could not write the video ({exc}): check free disk space"
+            ) from None
+
+    def close(self) -> None:
+        """Finish the file (waits for ffmpeg)."""
+        if self._writer is None:
+            return
+        writer, self._writer = self._writer, None
+        try:
+            writer.close()
+        except (OSError, RuntimeError) as exc:
+            raise WorkError(
+                f"{self.path}: ffmpeg could not write the video ({exc}): check free disk space"
+            ) from None
+
+    def abort(self) -> None:
+        """Stop the encoder without raising (after a failure elsewhere)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except Exception:
+                pass
+
+
 def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = False) -> None:
     """Encode frames with ffmpeg (from imageio-ffmpeg).
 
@@ -153,45 +259,58 @@ def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = 
     Notes
     -----
     H.264 in yuv420p needs even sizes: odd frames are padded by one replicated row or
-    column (players and browsers refuse odd sizes).
+    column (players and browsers refuse odd sizes). See :class:`VideoStream`.
     """
-    import imageio_ffmpeg
-
-    n = frames.shape[0]
-    colour = frames.ndim == 4
-    h, w = frames.shape[1:3]
-    pad_h, pad_w = (0, 0) if lossless else (h % 2, w % 2)
-    if lossless:
-        codec, pix_out, params = "ffv1", ("bgr0" if colour else "gray"), ["-level", "3"]
-    else:
-        codec, pix_out = "libx264", "yuv420p"
-        params = ["-crf", "18", "-preset", "veryfast", "-movflags", "+faststart"]
-    writer = imageio_ffmpeg.write_frames(
-        str(path),
-        (w + pad_w, h + pad_h),
-        fps=float(fps),
-        codec=codec,
-        pix_fmt_in="bgr24" if colour else "gray",
-        pix_fmt_out=pix_out,
-        macro_block_size=1,
-        quality=None,
-        output_params=params,
-        ffmpeg_log_level="error",
-    )
+    stream = VideoStream(path, fps, lossless=lossless)
     try:
-        writer.send(None)
-        for j in range(n):
-            frame = frames[j]
-            if pad_h or pad_w:
-                widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if colour else ())
-                frame = np.pad(frame, widths, mode="edge")
-            writer.send(np.ascontiguousarray(frame))
-        writer.close()
-    except (OSError, RuntimeError) as exc:
-        writer.close()
-        raise WorkError(
-            f"{path}: ffmpeg could not write the video ({exc}): check free disk space"
-        ) from None
+        stream.write(frames)
+        stream.close()
+    finally:
+        stream.abort()
+
+
+class RawMaskSink:
+    """Masks as raw gray frames (0/255, H*W bytes each) to a file or to stdout (``"-"``).
+
+    Parameters
+    ----------
+    target : str
+        A file path, or ``"-"`` for stdout (binary, unbuffered by Python's text layer).
+
+    Notes
+    -----
+    A reader that closes the pipe early raises :class:`BrokenPipeError` from
+    :meth:`write`; the CLI ends quietly on it.
+    """
+
+    def __init__(self, target: str) -> None:
+        import sys
+
+        self.target = target
+        self.to_stdout = target == "-"
+        if self.to_stdout:
+            self._fh = sys.stdout.buffer
+        else:
+            try:
+                self._fh = open(target, "wb")
+            except OSError as exc:
+                raise InputError(
+                    f"{target}: cannot write the raw masks ({exc.strerror}): choose another "
+                    "--masks-to"
+                ) from None
+
+    def write(self, masks: Iterable[np.ndarray]) -> None:
+        """Write boolean (H, W) masks as 0/255 bytes."""
+        for mask in masks:
+            self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Flush (stdout) or close (file)."""
+        if self.to_stdout:
+            self._fh.flush()
+        else:
+            self._fh.close()
 
 
 class OutputDir:
