@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from bpvideo import __version__
 from bpvideo.console import configure_logging, iteration_reporter
-from bpvideo.errors import BpvideoError
+from bpvideo.errors import BpvideoError, Terminated
 from bpvideo.settings import SeparateSettings, Spec, option_specs
 
 __all__ = ["cli", "main"]
@@ -144,12 +147,46 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
 
 
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into :class:`~bpvideo.errors.Terminated` while the command runs.
+
+    Python's default for SIGTERM is to die at once, skipping ``finally`` blocks: staged
+    outputs and ffmpeg children would be left behind. Only the main thread can set signal
+    handlers; elsewhere (``main`` called from a worker thread) nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``bpvideo`` console script; returns the exit code."""
+    """Entry point of the ``bpvideo`` console script; returns the exit code.
+
+    Exit codes: 0 done, 1 failed work, 2 usage error, 130 interrupted (SIGINT, Ctrl-C),
+    143 terminated (SIGTERM). Interrupted runs remove their staged outputs first.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     try:
-        result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
+        with _sigterm_raises():
+            result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
+    except Terminated as exc:
+        click.echo(
+            f"bpvideo: terminated by signal {exc.signum}: no output was kept (outputs appear "
+            "only when complete); run the command again",
+            err=True,
+        )
+        return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -159,7 +196,11 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"bpvideo: error: {exc.format_message()}{hint}", err=True)
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo("bpvideo: interrupted", err=True)
+        click.echo(
+            "bpvideo: interrupted: no output was kept (outputs appear only when complete); "
+            "run the command again",
+            err=True,
+        )
         return 130
     except BpvideoError as exc:
         if debug:

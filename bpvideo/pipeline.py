@@ -67,6 +67,7 @@ def load_video(input_path: str, settings: SeparateSettings) -> Video:
         scale=settings.scale,
         gray=settings.gray,
         fps=settings.fps,
+        allow_partial=settings.allow_partial,
     )
     if settings.mask is not None:
         video.mask = load_observation_mask(
@@ -215,6 +216,9 @@ def separate(
         "input": str(input_path),
         "output": str(out_path),
         "frames": n,
+        # A truncated video read with --allow-partial: the frames it should have had.
+        "partial": video.partial,
+        "frames_expected": video.frames_expected if video.partial else n,
         "frame_numbers": video.frame_numbers,
         "width": video.width,
         "height": video.height,

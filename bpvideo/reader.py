@@ -18,6 +18,7 @@ grey levels (or B, G, R stacked with ``gray=False``) in 0..255 as float32.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 from collections import Counter
@@ -32,6 +33,7 @@ from bpvideo.errors import InputError, WorkError
 
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "TruncatedVideoError",
     "Video",
     "VideoProbe",
     "iter_frames",
@@ -79,6 +81,9 @@ class Video:
     source: str
     frame_numbers: list[int] = field(default_factory=list)
     mask: np.ndarray | None = None
+    partial: bool = False
+    frames_expected: int | None = None
+    partial_reason: str | None = None
 
     @property
     def n_frames(self) -> int:
@@ -121,6 +126,33 @@ class VideoProbe:
     fps: float
     frame_count: int | None
     files: list[Path] = field(default_factory=list)
+
+
+class TruncatedVideoError(WorkError):
+    """A video whose decoding stopped before its end (truncated or damaged).
+
+    Attributes
+    ----------
+    decoded : int
+        Frames decoded before the failure (frame numbers ``0 .. decoded - 1``).
+    expected : int or None
+        Frames the container announces (None when it does not say).
+    """
+
+    def __init__(self, message: str, decoded: int, expected: int | None) -> None:
+        super().__init__(message)
+        self.decoded = decoded
+        self.expected = expected
+
+
+def short_read_tolerance(expected: int) -> int:
+    """Frames a video may fall short of its announced count without being an error.
+
+    Containers announce a duration, not a frame count: ``round(duration * fps)`` is often
+    one frame more than the frames there are (AVI files of ../shared/data: 200 announced,
+    199 decoded). Shortfalls above ``max(2, 1 %)`` are reported as truncation.
+    """
+    return max(2, math.ceil(0.01 * expected))
 
 
 def _natural_key(path: Path) -> tuple[str, int, str]:
@@ -260,8 +292,10 @@ def iter_frames(
     ------
     InputError
         For frames that cannot be read, or of a different size than the first.
-    WorkError
-        When decoding fails part-way, naming the frame.
+    TruncatedVideoError
+        When decoding fails part-way, or the video ends more than
+        :func:`short_read_tolerance` frames before the count its container announces;
+        the message names the frame. The frames before it have been yielded.
     """
     p = Path(path)
     info = info or probe(p)
@@ -292,12 +326,24 @@ def iter_frames(
             try:
                 buf = next(gen)
             except StopIteration:
+                expected = info.frame_count
+                if expected is not None and expected - (index + 1) > short_read_tolerance(expected):
+                    raise TruncatedVideoError(
+                        f"{p}: only {index + 1} of the {expected} frames its header announces "
+                        f"could be decoded (truncated or damaged after frame {index + 1}): "
+                        "repair or re-encode it, or pass --allow-partial to keep the frames read",
+                        index + 1,
+                        expected,
+                    ) from None
                 break
             except RuntimeError as exc:
-                raise WorkError(
-                    f"{p}: decoding failed at frame {index + 1} after {count} frame(s) were read "
-                    f"({str(exc).strip().splitlines()[0]}): the file is damaged; re-encode it or "
-                    "use --frames to stop before the damage"
+                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise TruncatedVideoError(
+                    f"{p}: decoding failed at frame {index + 1} after {index + 1} frame(s) were "
+                    f"decoded ({detail}): the file is damaged; re-encode it, use --frames to "
+                    "stop before the damage, or pass --allow-partial to keep the frames read",
+                    index + 1,
+                    info.frame_count,
                 ) from None
             index += 1
             if index < start or (index - start) % step:
@@ -329,6 +375,7 @@ def read_video(
     gray: bool = True,
     fps: float | None = None,
     dtype: type = np.float32,
+    allow_partial: bool = False,
 ) -> Video:
     """Read a video file or image folder into a :class:`Video` matrix.
 
@@ -350,6 +397,9 @@ def read_video(
         Override the frame rate.
     dtype : numpy dtype, default float32
         Type of the data matrix.
+    allow_partial : bool, default False
+        Keep the frames decoded before a video turned out truncated or damaged (a warning
+        is logged and the result has ``partial=True``) instead of raising.
 
     Returns
     -------
@@ -365,9 +415,23 @@ def read_video(
     info = probe(path)
     numbers: list[int] = []
     kept: list[np.ndarray] = []
-    for number, frame in iter_frames(path, start=start, frames=frames, step=step, info=info):
-        numbers.append(number)
-        kept.append(_resize(frame, scale))
+    truncated: TruncatedVideoError | None = None
+    try:
+        for number, frame in iter_frames(path, start=start, frames=frames, step=step, info=info):
+            numbers.append(number)
+            kept.append(_resize(frame, scale))
+    except TruncatedVideoError as exc:
+        if not allow_partial:
+            raise
+        truncated = exc
+        logger.warning(
+            "%s: only %d frame(s) could be decoded (of %s announced); --allow-partial keeps "
+            "the %d selected frame(s) read and marks the result partial",
+            path,
+            exc.decoded,
+            exc.expected if exc.expected is not None else "an unknown number",
+            len(kept),
+        )
     if not kept:
         total = f"{info.frame_count}" if info.frame_count is not None else "no"
         raise InputError(
@@ -383,7 +447,7 @@ def read_video(
     n = planes.shape[0]
     data = np.ascontiguousarray(planes.reshape(n, -1).T, dtype=dtype)
     rate = fps if fps is not None else info.fps / step
-    return Video(
+    video = Video(
         data=data,
         frames=stack,
         frame_shape=planes.shape[1:],
@@ -391,6 +455,13 @@ def read_video(
         source=str(path),
         frame_numbers=numbers,
     )
+    if truncated is not None:
+        video.partial = True
+        video.partial_reason = truncated.message
+        if truncated.expected is not None:
+            selected = len(range(start, truncated.expected, step))
+            video.frames_expected = selected if frames is None else min(frames, selected)
+    return video
 
 
 def load_observation_mask(

@@ -176,6 +176,12 @@ class SeparateSettings:
         low_open=True,
         optional=True,
     )
+    allow_partial: bool = option(
+        False,
+        "bool",
+        "Keep the frames read from a truncated or damaged video instead of failing "
+        '(summary.json then says "partial": true).',
+    )
     # --- observation mask ----------------------------------------------------------------
     mask: str | None = option(
         None,

@@ -18,12 +18,18 @@ folder is removed, and OUTDIR too when this run created it.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import re
 import shutil
+import signal
 import tempfile
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +197,93 @@ def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = 
         raise WorkError(
             f"{path}: ffmpeg could not write the video ({exc}): check free disk space"
         ) from None
+    except BaseException:  # interrupted (SIGINT/SIGTERM): stop ffmpeg before cleaning up
+        writer.close()
+        raise
+
+
+#: Start of this process (wall clock): staging folders older than it, of processes that
+#: are gone, were left by a killed run (SIGKILL, power loss) and are removed.
+_PROCESS_START = time.time()
+_STAGING_PID = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but owned by another user
+        return True
+    return True
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove ``.bpvideo-partial-*`` folders that a killed run left in ``folder``.
+
+    A staging folder is stale when it is older than this process and the process that
+    made it (its pid is in the name) is gone. A run killed by SIGKILL cannot clean up; its
+    staging folder is hidden and never holds ``summary.json`` in OUTDIR, so it is never
+    mistaken for a result, and the next run into the same OUTDIR removes it.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir():
+            continue
+        try:
+            if entry.stat().st_mtime >= _PROCESS_START:
+                continue
+        except OSError:
+            continue
+        match = _STAGING_PID.match(entry.name)
+        if match and int(match.group(1)) != os.getpid() and _pid_alive(int(match.group(1))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+            logger.info("removed %s, left by an interrupted run", entry)
+    return removed
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while outputs are renamed into place.
+
+    A signal that arrives meanwhile is delivered when the block ends, so an interrupted
+    run never leaves some outputs renamed and others not.
+    """
+    block = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, block)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def write_failure(path: Path, exc: OSError) -> WorkError:
+    """A one-line :class:`WorkError` for an OS error while writing into ``path``."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = "disk full (no space left on the device)"
+        fix = "free some space or choose another -o"
+    else:
+        what = exc.strerror or str(exc)
+        fix = "check the output directory or choose another -o"
+    where = f" ({exc.filename})" if exc.filename else ""
+    return WorkError(f"{path}: writing the outputs failed: {what}{where}: {fix}; nothing was kept")
 
 
 class OutputDir:
@@ -242,6 +335,13 @@ class OutputDir:
             raise InputError(
                 f"{p}: cannot write in {ancestor} (permission denied): choose another -o"
             )
+        # os.access says yes to root everywhere: try for real (read-only mounts, /proc).
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".bpvideo-probe-", dir=ancestor))
+        except OSError as exc:
+            raise InputError(
+                f"{p}: cannot write in {ancestor} ({exc.strerror}): choose another -o"
+            ) from None
 
     def __enter__(self) -> OutputDir:
         self.check()
@@ -252,7 +352,10 @@ class OutputDir:
             parent = parent.parent
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.path))
+            remove_stale_staging(self.path)
+            self.staging = Path(
+                tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.path)
+            )
             os.chmod(self.staging, 0o777 & ~_umask())
         except OSError as exc:
             self._remove_created(missing)
@@ -276,12 +379,13 @@ class OutputDir:
         if final_summary.exists():
             final_summary.unlink()  # the old result stops being 'complete' first
         names = sorted(os.listdir(self.staging), key=lambda s: s == SUMMARY)
-        for name in names:
-            src, dst = self.staging / name, self.path / name
-            if src.is_dir() and dst.exists():
-                old = self.staging / f".old-{name}"
-                os.replace(dst, old)
-            os.replace(src, dst)
+        with _signals_deferred():
+            for name in names:
+                src, dst = self.staging / name, self.path / name
+                if src.is_dir() and dst.exists():
+                    old = self.staging / f".old-{name}"
+                    os.replace(dst, old)
+                os.replace(src, dst)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
 
@@ -303,3 +407,5 @@ class OutputDir:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self.staging is not None:
             self.discard()
+        if isinstance(exc, OSError):
+            raise write_failure(self.path, exc) from exc
