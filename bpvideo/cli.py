@@ -152,12 +152,17 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 @contextmanager
-def _sigterm_raises() -> Iterator[None]:
+def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
     """Turn SIGTERM into :class:`~bpvideo.errors.Terminated` while the command runs.
 
     Python's default for SIGTERM is to die at once, skipping ``finally`` blocks: staged
     outputs and ffmpeg children would be left behind. Only the main thread can set signal
     handlers; elsewhere (``main`` called from a worker thread) nothing changes.
+
+    With ``process_exit`` (the ``bpvideo`` process itself, not an in-process call), once
+    the command is over SIGINT and SIGTERM get their default action back: a signal that
+    arrives while the process exits ends it quietly instead of raising in the
+    interpreter's shutdown (a traceback after the work is done).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -166,7 +171,21 @@ def _sigterm_raises() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if process_exit:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        else:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(exc: BaseException, what: str) -> str:
+    complete = getattr(exc, "bpvideo_complete", None)
+    if complete:
+        return f"bpvideo: {what} after the result in {complete} was complete (summary.json written)"
+    return (
+        f"bpvideo: {what}: no output was kept (outputs appear only when complete); "
+        "run the command again"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,14 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     try:
-        with _sigterm_raises():
+        with _sigterm_raises(process_exit=argv is None):
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
-        click.echo(
-            f"bpvideo: terminated by signal {exc.signum}: no output was kept (outputs appear "
-            "only when complete); run the command again",
-            err=True,
-        )
+        click.echo(_interrupted(exc, f"terminated by signal {exc.signum}"), err=True)
         return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -195,12 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             hint = f" (see '{exc.ctx.command_path} --help')"
         click.echo(f"bpvideo: error: {exc.format_message()}{hint}", err=True)
         return exc.exit_code
-    except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo(
-            "bpvideo: interrupted: no output was kept (outputs appear only when complete); "
-            "run the command again",
-            err=True,
-        )
+    except (KeyboardInterrupt, click.exceptions.Abort) as exc:
+        click.echo(_interrupted(exc, "interrupted"), err=True)
         return 130
     except BpvideoError as exc:
         if debug:

@@ -379,13 +379,20 @@ class OutputDir:
         if final_summary.exists():
             final_summary.unlink()  # the old result stops being 'complete' first
         names = sorted(os.listdir(self.staging), key=lambda s: s == SUMMARY)
-        with _signals_deferred():
-            for name in names:
-                src, dst = self.staging / name, self.path / name
-                if src.is_dir() and dst.exists():
-                    old = self.staging / f".old-{name}"
-                    os.replace(dst, old)
-                os.replace(src, dst)
+        done = False
+        try:
+            with _signals_deferred():
+                for name in names:
+                    src, dst = self.staging / name, self.path / name
+                    if src.is_dir() and dst.exists():
+                        old = self.staging / f".old-{name}"
+                        os.replace(dst, old)
+                    os.replace(src, dst)
+                done = True
+        except BaseException as exc:
+            if done:  # a signal held back during the renames: the result is complete
+                exc.bpvideo_complete = str(self.path)  # type: ignore[attr-defined]
+            raise
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
 
