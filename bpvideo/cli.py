@@ -178,10 +178,18 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _interrupted(exc: BaseException, what: str) -> str:
-    complete = getattr(exc, "bpvideo_complete", None)
+def _committed() -> list:
+    writer = sys.modules.get("bpvideo.writer")  # not loaded: nothing was written
+    return list(writer.COMMITTED) if writer is not None else []
+
+
+def _interrupted(what: str, before: int) -> str:
+    complete = _committed()[before:]
     if complete:
-        return f"bpvideo: {what} after the result in {complete} was complete (summary.json written)"
+        return (
+            f"bpvideo: {what} after the result in {complete[-1]} was complete (summary.json "
+            "written)"
+        )
     return (
         f"bpvideo: {what}: no output was kept (outputs appear only when complete); "
         "run the command again"
@@ -196,11 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
+    before = len(_committed())
     try:
         with _sigterm_raises(process_exit=argv is None):
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
-        click.echo(_interrupted(exc, f"terminated by signal {exc.signum}"), err=True)
+        click.echo(_interrupted(f"terminated by signal {exc.signum}", before), err=True)
         return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -210,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             hint = f" (see '{exc.ctx.command_path} --help')"
         click.echo(f"bpvideo: error: {exc.format_message()}{hint}", err=True)
         return exc.exit_code
-    except (KeyboardInterrupt, click.exceptions.Abort) as exc:
-        click.echo(_interrupted(exc, "interrupted"), err=True)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo(_interrupted("interrupted", before), err=True)
         return 130
     except BpvideoError as exc:
         if debug:

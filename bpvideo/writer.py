@@ -18,6 +18,7 @@ folder is removed, and OUTDIR too when this run created it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -184,7 +185,8 @@ def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = 
         ffmpeg_log_level="error",
     )
     try:
-        writer.send(None)
+        with _signals_deferred():  # ffmpeg starts here: let it start under supervision
+            writer.send(None)
         for j in range(n):
             frame = frames[j]
             if pad_h or pad_w:
@@ -197,14 +199,18 @@ def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = 
         raise WorkError(
             f"{path}: ffmpeg could not write the video ({exc}): check free disk space"
         ) from None
-    except BaseException:  # interrupted (SIGINT/SIGTERM): stop ffmpeg before cleaning up
-        writer.close()
+    except BaseException as exc:  # interrupted (SIGINT/SIGTERM): kill ffmpeg, then clean up
+        with contextlib.suppress(BaseException):
+            writer.throw(exc)  # imageio-ffmpeg kills its child on a BaseException
         raise
 
 
 #: Start of this process (wall clock): staging folders older than it, of processes that
 #: are gone, were left by a killed run (SIGKILL, power loss) and are removed.
 _PROCESS_START = time.time()
+#: Output directories completed (summary.json renamed into place) by this process, so
+#: that a late interruption is not reported as "no output was kept".
+COMMITTED: list[Path] = []
 _STAGING_PID = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-")
 
 
@@ -256,22 +262,36 @@ def remove_stale_staging(folder: Path) -> list[Path]:
 
 @contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while outputs are renamed into place.
+    """Hold SIGINT and SIGTERM back during a step that must not be cut in two.
 
-    A signal that arrives meanwhile is delivered when the block ends, so an interrupted
-    run never leaves some outputs renamed and others not.
+    Used while outputs are renamed into place (an interrupted run never leaves some
+    renamed and others not) and while an ffmpeg child starts (so that it is always
+    stopped). A signal that arrives meanwhile is recorded and handed to the previous
+    handler when the block ends. Python-level handlers, not a signal mask: a mask would
+    be inherited by the ffmpeg children.
     """
-    block = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, block)
+    pending: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    previous: dict[int, Any] = {}
     try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, hold)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in pending[:1]:
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)  # KeyboardInterrupt, or the CLI's Terminated
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
 
 
 def write_failure(path: Path, exc: OSError) -> WorkError:
@@ -350,20 +370,24 @@ class OutputDir:
         while not parent.exists():
             missing.append(parent)
             parent = parent.parent
+        self._created = missing
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            remove_stale_staging(self.path)
-            self.staging = Path(
-                tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.path)
-            )
-            os.chmod(self.staging, 0o777 & ~_umask())
+            with _signals_deferred():  # __exit__ does not run if __enter__ is interrupted
+                self.path.mkdir(parents=True, exist_ok=True)
+                remove_stale_staging(self.path)
+                self.staging = Path(
+                    tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.path)
+                )
+                os.chmod(self.staging, 0o777 & ~_umask())
         except OSError as exc:
-            self._remove_created(missing)
+            self.discard()
             raise WorkError(
                 f"{self.path}: cannot create the output directory ({exc.strerror}): "
                 "choose another -o"
             ) from None
-        self._created = missing
+        except BaseException:  # a signal held back above: undo, then let it through
+            self.discard()
+            raise
         return self
 
     def stage(self, name: str) -> Path:
@@ -379,20 +403,14 @@ class OutputDir:
         if final_summary.exists():
             final_summary.unlink()  # the old result stops being 'complete' first
         names = sorted(os.listdir(self.staging), key=lambda s: s == SUMMARY)
-        done = False
-        try:
-            with _signals_deferred():
-                for name in names:
-                    src, dst = self.staging / name, self.path / name
-                    if src.is_dir() and dst.exists():
-                        old = self.staging / f".old-{name}"
-                        os.replace(dst, old)
-                    os.replace(src, dst)
-                done = True
-        except BaseException as exc:
-            if done:  # a signal held back during the renames: the result is complete
-                exc.bpvideo_complete = str(self.path)  # type: ignore[attr-defined]
-            raise
+        with _signals_deferred():
+            for name in names:
+                src, dst = self.staging / name, self.path / name
+                if src.is_dir() and dst.exists():
+                    old = self.staging / f".old-{name}"
+                    os.replace(dst, old)
+                os.replace(src, dst)
+            COMMITTED.append(self.path)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
 

@@ -85,9 +85,9 @@ def _staging_dirs(out: Path) -> list[Path]:
     return sorted(out.glob(f"{STAGING_PREFIX}*")) if out.is_dir() else []
 
 
-def _assert_nothing_left(out: Path) -> None:
+def _assert_nothing_left(out: Path, stderr: str = "") -> None:
     """No result, no staging folder, no OUTDIR (this run created it)."""
-    assert not out.exists(), sorted(str(p) for p in out.rglob("*"))
+    assert not out.exists(), (stderr, sorted(p.name for p in out.rglob("*")))
 
 
 def _assert_complete_if_marked(out: Path) -> bool:
@@ -172,7 +172,7 @@ def test_signal_at_random_moments(tiny_clip: Path, tmp_path: Path, signum: int) 
         else:
             assert proc.returncode == EXIT[signum], stderr
             assert "no output was kept" in stderr.strip().splitlines()[-1]
-            _assert_nothing_left(out)
+            _assert_nothing_left(out, stderr)
         _no_leftover_children(str(out))
     assert EXIT[signum] in outcomes  # at least some runs were really interrupted
 
