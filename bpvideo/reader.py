@@ -46,6 +46,11 @@ __all__ = [
 
 logger = logging.getLogger("bpvideo")
 
+# OpenCV logs its own decoder complaints ("IHDR chunk shall be first") straight to fd 2;
+# bpvideo reports an unreadable image itself, in one line that names the file.
+if hasattr(cv2, "utils") and hasattr(cv2.utils, "logging"):
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_FATAL)
+
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
 DEFAULT_FOLDER_FPS = 25.0
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")

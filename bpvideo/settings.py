@@ -97,7 +97,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
     Any
         The value, converted to the option's type.
     """
-    label = name.replace("_", "-")
+    label = (spec.flag or name).lstrip("-").replace("_", "-")  # a -> inertia-a
     if value is None:
         if spec.optional:
             return None
