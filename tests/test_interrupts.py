@@ -158,15 +158,16 @@ def test_signal_at_random_moments(tiny_clip: Path, tmp_path: Path, signum: int) 
         _, stderr = proc.communicate(timeout=60)
         outcomes.append(proc.returncode)
         assert "Traceback" not in stderr
-        if proc.returncode == 0 or "bpvideo: wrote" in stderr:
+        if "was complete (summary.json written)" in stderr:
+            # Arrived while the finished outputs were renamed into place (held back until
+            # the renames were done), or after: the result is complete and says so.
+            assert proc.returncode == EXIT[signum]
+            assert _assert_complete_if_marked(out)
+            assert _staging_dirs(out) == []
+        elif proc.returncode == 0 or "bpvideo: wrote" in stderr:
             # Finished: the signal came too late, or while the process exited (it then
             # dies quietly of the signal; the work was done).
             assert proc.returncode in (0, -signum), stderr
-            assert _assert_complete_if_marked(out)
-            assert _staging_dirs(out) == []
-        elif "was complete (summary.json written)" in stderr:
-            # Held back while the outputs were renamed into place, delivered after.
-            assert proc.returncode == EXIT[signum]
             assert _assert_complete_if_marked(out)
             assert _staging_dirs(out) == []
         else:
