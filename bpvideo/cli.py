@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ import click
 
 from bpvideo import __version__
 from bpvideo.console import configure_logging, iteration_reporter
-from bpvideo.errors import BpvideoError
+from bpvideo.errors import BpvideoError, Terminated
 from bpvideo.settings import SeparateSettings, Spec, option_specs
 
 __all__ = ["cli", "main"]
@@ -251,12 +254,70 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
 
 
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
+    """Turn SIGTERM into :class:`~bpvideo.errors.Terminated` while the command runs.
+
+    Python's default for SIGTERM is to die at once, skipping ``finally`` blocks: staged
+    outputs and ffmpeg children would be left behind. Only the main thread can set signal
+    handlers; elsewhere (``main`` called from a worker thread) nothing changes.
+
+    With ``process_exit`` (the ``bpvideo`` process itself, not an in-process call), once
+    the command is over SIGINT and SIGTERM get their default action back: a signal that
+    arrives while the process exits ends it quietly instead of raising in the
+    interpreter's shutdown (a traceback after the work is done).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        if process_exit:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        else:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _committed() -> list:
+    writer = sys.modules.get("bpvideo.writer")  # not loaded: nothing was written
+    return list(writer.COMMITTED) if writer is not None else []
+
+
+def _interrupted(what: str, before: int) -> str:
+    complete = _committed()[before:]
+    if complete:
+        return (
+            f"bpvideo: {what} after the result in {complete[-1]} was complete (summary.json "
+            "written)"
+        )
+    return (
+        f"bpvideo: {what}: no output was kept (outputs appear only when complete); "
+        "run the command again"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``bpvideo`` console script; returns the exit code."""
+    """Entry point of the ``bpvideo`` console script; returns the exit code.
+
+    Exit codes: 0 done, 1 failed work, 2 usage error, 130 interrupted (SIGINT, Ctrl-C),
+    143 terminated (SIGTERM). Interrupted runs remove their staged outputs first.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
+    before = len(_committed())
     try:
-        result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
+        with _sigterm_raises(process_exit=argv is None):
+            result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
+    except Terminated as exc:
+        click.echo(_interrupted(f"terminated by signal {exc.signum}", before), err=True)
+        return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
@@ -266,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"bpvideo: error: {exc.format_message()}{hint}", err=True)
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo("bpvideo: interrupted", err=True)
+        click.echo(_interrupted("interrupted", before), err=True)
         return 130
     except BpvideoError as exc:
         if debug:

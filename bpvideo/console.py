@@ -55,9 +55,12 @@ def iteration_reporter(
     (callback, close)
     """
     if verbosity >= 1:
-        logger.debug("%6s  %12s  %12s", "iter", "residual", "change")
+        pending_header = [True]  # printed at the first iteration: not before a bad-input error
 
         def table(it: Iterate) -> None:
+            if pending_header:
+                pending_header.clear()
+                logger.debug("%6s  %12s  %12s", "iter", "residual", "change")
             logger.debug("%6d  %12.4e  %12.4e", it.iteration, it.residual, it.change)
 
         return table, lambda: None

@@ -39,5 +39,17 @@ class WorkError(BpvideoError):
     exit_code = 1
 
 
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that cleanup (``finally``, ``__exit__``) runs.
+
+    A ``BaseException`` like :class:`KeyboardInterrupt`: ``except Exception`` does not
+    swallow it. The CLI exits with ``128 + signum`` (143).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+
+
 class ConvergenceWarning(UserWarning):
     """The solver stopped at ``max_iter`` before meeting its tolerance."""

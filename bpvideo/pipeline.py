@@ -103,6 +103,7 @@ def load_video(input_path: str, settings: SeparateSettings) -> Video:
         scale=settings.scale,
         gray=settings.gray,
         fps=settings.fps,
+        allow_partial=settings.allow_partial,
     )
     if settings.mask is not None:
         video.mask = load_observation_mask(
@@ -533,6 +534,7 @@ def separate(
         size=parse_size(settings.size) if settings.size else None,
         pix_fmt=settings.pix_fmt,
         stdin=stdin,
+        allow_partial=settings.allow_partial,
     )
     try:
         if settings.groundtruth is not None:  # checked before the work, used after it
@@ -589,10 +591,7 @@ def _run_windows(
                     break
                 seconds["read"] += time.perf_counter() - t_read
                 if not chunk:
-                    raise InputError(
-                        f"{name}: no frames selected (--start {settings.start}, --step "
-                        f"{settings.step}): lower --start or check the input"
-                    )
+                    raise InputError(_nothing_selected(source, settings))
                 if window is None and source.frame_count is None:
                     # Length unknown beforehand (stdin): check now, before the solve.
                     plan_window(settings, source.width, source.height, len(chunk), name=name)
@@ -727,10 +726,7 @@ def _run_windows(
                 del video, result, fg, masks, background, foreground, L, S
                 t_read = time.perf_counter()
             if not numbers:
-                raise InputError(
-                    f"{name}: no frames selected (--start {settings.start}, --step "
-                    f"{settings.step}): lower --start or check the input"
-                )
+                raise InputError(_nothing_selected(source, settings))
             t = time.perf_counter()
             bg_stream.close()
             fg_stream.close()
@@ -748,6 +744,9 @@ def _run_windows(
             name, out_path, settings, numbers, frame_shape, fps, reports, window,
             fg_pixels, observed, ext,
         )  # fmt: skip
+        # A truncated video read with --allow-partial: the frames it should have had.
+        summary["partial"] = source.partial
+        summary["frames_expected"] = source.frames_expected if source.partial else len(numbers)
         if shown is not None:
             summary["outputs"]["preview"] = "preview.png"
         if settings.groundtruth is not None:
@@ -758,6 +757,16 @@ def _run_windows(
         write_json(outdir.stage(SUMMARY), summary)
         outdir.commit()
     return summary
+
+
+def _nothing_selected(source: FrameSource, settings: SeparateSettings) -> str:
+    total = (
+        "" if source.total_frames is None else f"the source has {source.total_frames} frame(s), "
+    )
+    return (
+        f"{source.name}: no frames selected ({total}--start {settings.start}, --step "
+        f"{settings.step}): lower --start or check the input"
+    )
 
 
 class _PreviewFrames:

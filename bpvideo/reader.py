@@ -18,6 +18,7 @@ grey levels (or B, G, R stacked with ``gray=False``) in 0..255 as float32.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 from collections import Counter
@@ -33,6 +34,7 @@ from bpvideo.errors import InputError, WorkError
 __all__ = [
     "IMAGE_EXTENSIONS",
     "FrameSource",
+    "TruncatedVideoError",
     "Video",
     "VideoProbe",
     "iter_frames",
@@ -46,6 +48,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bpvideo")
+
+# OpenCV logs its own decoder complaints ("IHDR chunk shall be first") straight to fd 2;
+# bpvideo reports an unreadable image itself, in one line that names the file.
+if hasattr(cv2, "utils") and hasattr(cv2.utils, "logging"):
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_FATAL)
 
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
 DEFAULT_FOLDER_FPS = 25.0
@@ -82,6 +89,10 @@ class Video:
     source: str
     frame_numbers: list[int] = field(default_factory=list)
     mask: np.ndarray | None = None
+    partial: bool = False
+    frames_expected: int | None = None
+    total_frames: int | None = None
+    partial_reason: str | None = None
 
     @property
     def n_frames(self) -> int:
@@ -124,6 +135,33 @@ class VideoProbe:
     fps: float
     frame_count: int | None
     files: list[Path] = field(default_factory=list)
+
+
+class TruncatedVideoError(WorkError):
+    """A video whose decoding stopped before its end (truncated or damaged).
+
+    Attributes
+    ----------
+    decoded : int
+        Frames decoded before the failure (frame numbers ``0 .. decoded - 1``).
+    expected : int or None
+        Frames the container announces (None when it does not say).
+    """
+
+    def __init__(self, message: str, decoded: int, expected: int | None) -> None:
+        super().__init__(message)
+        self.decoded = decoded
+        self.expected = expected
+
+
+def short_read_tolerance(expected: int) -> int:
+    """Frames a video may fall short of its announced count without being an error.
+
+    Containers announce a duration, not a frame count: ``round(duration * fps)`` is often
+    one frame more than the frames there are (AVI files of ../shared/data: 200 announced,
+    199 decoded). Shortfalls above ``max(2, 1 %)`` are reported as truncation.
+    """
+    return max(2, math.ceil(0.01 * expected))
 
 
 def _natural_key(path: Path) -> tuple[str, int, str]:
@@ -263,8 +301,10 @@ def iter_frames(
     ------
     InputError
         For frames that cannot be read, or of a different size than the first.
-    WorkError
-        When decoding fails part-way, naming the frame.
+    TruncatedVideoError
+        When decoding fails part-way, or the video ends more than
+        :func:`short_read_tolerance` frames before the count its container announces;
+        the message names the frame. The frames before it have been yielded.
     """
     p = Path(path)
     info = info or probe(p)
@@ -295,12 +335,24 @@ def iter_frames(
             try:
                 buf = next(gen)
             except StopIteration:
+                expected = info.frame_count
+                if expected is not None and expected - (index + 1) > short_read_tolerance(expected):
+                    raise TruncatedVideoError(
+                        f"{p}: only {index + 1} of the {expected} frames its header announces "
+                        f"could be decoded (truncated or damaged after frame {index + 1}): "
+                        "repair or re-encode it, or pass --allow-partial to keep the frames read",
+                        index + 1,
+                        expected,
+                    ) from None
                 break
             except RuntimeError as exc:
-                raise WorkError(
-                    f"{p}: decoding failed at frame {index + 1} after {count} frame(s) were read "
-                    f"({str(exc).strip().splitlines()[0]}): the file is damaged; re-encode it or "
-                    "use --frames to stop before the damage"
+                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise TruncatedVideoError(
+                    f"{p}: decoding failed at frame {index + 1} after {index + 1} frame(s) were "
+                    f"decoded ({detail}): the file is damaged; re-encode it, use --frames to "
+                    "stop before the damage, or pass --allow-partial to keep the frames read",
+                    index + 1,
+                    info.frame_count,
                 ) from None
             index += 1
             if index < start or (index - start) % step:
@@ -332,6 +384,7 @@ def read_video(
     gray: bool = True,
     fps: float | None = None,
     dtype: type = np.float32,
+    allow_partial: bool = False,
 ) -> Video:
     """Read a video file or image folder into a :class:`Video` matrix.
 
@@ -353,6 +406,9 @@ def read_video(
         Override the frame rate.
     dtype : numpy dtype, default float32
         Type of the data matrix.
+    allow_partial : bool, default False
+        Keep the frames decoded before a video turned out truncated or damaged (a warning
+        is logged and the result has ``partial=True``) instead of raising.
 
     Returns
     -------
@@ -368,9 +424,23 @@ def read_video(
     info = probe(path)
     numbers: list[int] = []
     kept: list[np.ndarray] = []
-    for number, frame in iter_frames(path, start=start, frames=frames, step=step, info=info):
-        numbers.append(number)
-        kept.append(_resize(frame, scale))
+    truncated: TruncatedVideoError | None = None
+    try:
+        for number, frame in iter_frames(path, start=start, frames=frames, step=step, info=info):
+            numbers.append(number)
+            kept.append(_resize(frame, scale))
+    except TruncatedVideoError as exc:
+        if not allow_partial:
+            raise
+        truncated = exc
+        logger.warning(
+            "%s: only %d frame(s) could be decoded (of %s announced); --allow-partial keeps "
+            "the %d selected frame(s) read and marks the result partial",
+            path,
+            exc.decoded,
+            exc.expected if exc.expected is not None else "an unknown number",
+            len(kept),
+        )
     if not kept:
         total = f"{info.frame_count}" if info.frame_count is not None else "no"
         raise InputError(
@@ -386,7 +456,7 @@ def read_video(
     n = planes.shape[0]
     data = np.ascontiguousarray(planes.reshape(n, -1).T, dtype=dtype)
     rate = fps if fps is not None else info.fps / step
-    return Video(
+    video = Video(
         data=data,
         frames=stack,
         frame_shape=planes.shape[1:],
@@ -394,6 +464,13 @@ def read_video(
         source=str(path),
         frame_numbers=numbers,
     )
+    if truncated is not None:
+        video.partial = True
+        video.partial_reason = truncated.message
+        if truncated.expected is not None:
+            selected = len(range(start, truncated.expected, step))
+            video.frames_expected = selected if frames is None else min(frames, selected)
+    return video
 
 
 def load_observation_mask(
@@ -517,6 +594,13 @@ class FrameSource:
         ``(width, height)`` before scaling.
     frames : iterator of (int, (H, W, 3) uint8 ndarray)
         Frame number and frame, in order.
+    partial : bool
+        Set once the frames are consumed: the video was truncated or damaged and
+        ``allow_partial`` kept the frames decoded before the damage.
+    frames_expected : int or None
+        With ``partial``: the frames the container announced.
+    total_frames : int or None
+        Frames in the source before the selection (None when unknown, e.g. stdin).
     """
 
     name: str
@@ -526,6 +610,8 @@ class FrameSource:
     frame_count: int | None
     native_size: tuple[int, int]
     frames: Iterator[tuple[int, np.ndarray]]
+    partial: bool = False
+    frames_expected: int | None = None
 
     def close(self) -> None:
         """Stop reading (ends a decoding child process)."""
@@ -766,6 +852,14 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
     return header, frames()
 
 
+def _selected_count(total: int | None, start: int, frames: int | None, step: int) -> int | None:
+    """Frames that ``start``/``frames``/``step`` select from ``total`` (None if unknown)."""
+    if total is None:
+        return None
+    count = max(0, -(-(total - start) // step))
+    return count if frames is None else min(count, frames)
+
+
 def open_source(
     path: str | os.PathLike,
     *,
@@ -777,6 +871,7 @@ def open_source(
     size: tuple[int, int] | None = None,
     pix_fmt: str = "gray",
     stdin=None,
+    allow_partial: bool = False,
 ) -> FrameSource:
     """Open a video file, image folder or stdin (``"-"``) as a :class:`FrameSource`.
 
@@ -802,6 +897,9 @@ def open_source(
         Pixel format of raw frames on stdin.
     stdin : binary file, optional
         Stream to read instead of ``sys.stdin.buffer`` (tests).
+    allow_partial : bool, default False
+        On a truncated or damaged video, end the stream at the damage (and set
+        ``source.partial``) instead of raising :class:`TruncatedVideoError`.
 
     Returns
     -------
@@ -839,19 +937,34 @@ def open_source(
         w, h = info.width, info.height
         name = str(path)
         selected = iter_frames(path, start=start, frames=frames, step=step, info=info)
-        count = None
-        if info.frame_count is not None:
-            count = max(0, -(-(info.frame_count - start) // step))
-            if frames is not None:
-                count = min(count, frames)
+        count = _selected_count(info.frame_count, start, frames, step)
         rate = fps if fps is not None else info.fps / step
 
     def scaled() -> Iterator[tuple[int, np.ndarray]]:
+        kept = 0
         try:
             for number, frame in selected:
+                kept += 1
                 yield number, _resize(frame, scale)
+        except TruncatedVideoError as exc:
+            if not allow_partial:
+                raise
+            source.partial, source.frames_expected = (
+                True,
+                _selected_count(exc.expected, start, frames, step),
+            )
+            logger.warning(
+                "%s: only %d frame(s) could be decoded (of %s announced); --allow-partial keeps "
+                "the %d selected frame(s) read and marks the result partial",
+                name,
+                exc.decoded,
+                exc.expected if exc.expected is not None else "an unknown number",
+                kept,
+            )
         finally:
             selected.close()
 
     sw, sh = _scaled_size(w, h, scale)
-    return FrameSource(name, sw, sh, float(rate), count, (w, h), scaled())
+    source = FrameSource(name, sw, sh, float(rate), count, (w, h), scaled())
+    source.total_frames = None if str(path) == "-" else info.frame_count
+    return source

@@ -102,7 +102,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
     Any
         The value, converted to the option's type.
     """
-    label = name.replace("_", "-")
+    label = (spec.flag or name).lstrip("-").replace("_", "-")  # a -> inertia-a
     if value is None:
         if spec.optional:
             return None
@@ -209,6 +209,12 @@ class SeparateSettings:
     )
     overlap: int = option(
         20, "int", "Frames shared by consecutive windows (re-solved, not re-written).", low=0
+    )
+    allow_partial: bool = option(
+        False,
+        "bool",
+        "Keep the frames read from a truncated or damaged video instead of failing "
+        '(summary.json then says "partial": true).',
     )
     # --- observation mask ----------------------------------------------------------------
     mask: str | None = option(

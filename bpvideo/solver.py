@@ -131,7 +131,10 @@ def sparse_counts(shape: tuple[int, int], sparsity: float) -> tuple[int, int]:
         non-zeros per row and per column (at least one, so that a small sparsity on a short
         clip does not silently force S = 0).
     """
+    if not (0.0 < sparsity < math.inf):  # NaN, inf and <= 0 have no meaning (>= 1: keep all)
+        raise InputError(f"sparsity ({sparsity}) must be in (0, 1): try --sparsity 0.1")
     m, n = shape
+    sparsity = min(float(sparsity), 1.0)  # >= 1 keeps all; avoids inf * n for huge values
     k_row = max(1, math.floor(sparsity * n + 1e-9))
     k_col = max(1, math.floor(sparsity * m + 1e-9))
     return min(k_row, n), min(k_col, m)

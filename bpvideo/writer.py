@@ -18,12 +18,19 @@ folder is removed, and OUTDIR too when this run created it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
+import re
 import shutil
+import signal
 import tempfile
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +196,8 @@ class VideoStream:
         )
         self._pad = (pad_h, pad_w)
         self._colour = colour
-        self._writer.send(None)
+        with _signals_deferred():  # ffmpeg starts here: let it start under supervision
+            self._writer.send(None)
 
     def write(self, frames: Iterable[np.ndarray]) -> None:
         """Encode ``frames``: (H, W) grey or (H, W, 3) BGR uint8 arrays.
@@ -228,13 +236,11 @@ class VideoStream:
             ) from None
 
     def abort(self) -> None:
-        """Stop the encoder without raising (after a failure elsewhere)."""
+        """Kill the encoder without raising (after a failure or an interruption)."""
         writer, self._writer = self._writer, None
         if writer is not None:
-            try:
-                writer.close()
-            except Exception:
-                pass
+            with contextlib.suppress(BaseException):
+                writer.throw(KeyboardInterrupt())  # imageio-ffmpeg kills its child on this
 
 
 def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = False) -> None:
@@ -313,6 +319,107 @@ class RawMaskSink:
             self._fh.close()
 
 
+#: Start of this process (wall clock): staging folders older than it, of processes that
+#: are gone, were left by a killed run (SIGKILL, power loss) and are removed.
+_PROCESS_START = time.time()
+#: Output directories completed (summary.json renamed into place) by this process, so
+#: that a late interruption is not reported as "no output was kept".
+COMMITTED: list[Path] = []
+_STAGING_PID = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, but owned by another user
+        return True
+    return True
+
+
+def remove_stale_staging(folder: Path) -> list[Path]:
+    """Remove ``.bpvideo-partial-*`` folders that a killed run left in ``folder``.
+
+    A staging folder is stale when it is older than this process and the process that
+    made it (its pid is in the name) is gone. A run killed by SIGKILL cannot clean up; its
+    staging folder is hidden and never holds ``summary.json`` in OUTDIR, so it is never
+    mistaken for a result, and the next run into the same OUTDIR removes it.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir():
+            continue
+        try:
+            if entry.stat().st_mtime >= _PROCESS_START:
+                continue
+        except OSError:
+            continue
+        match = _STAGING_PID.match(entry.name)
+        if match and int(match.group(1)) != os.getpid() and _pid_alive(int(match.group(1))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+            logger.info("removed %s, left by an interrupted run", entry)
+    return removed
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back during a step that must not be cut in two.
+
+    Used while outputs are renamed into place (an interrupted run never leaves some
+    renamed and others not) and while an ffmpeg child starts (so that it is always
+    stopped). A signal that arrives meanwhile is recorded and handed to the previous
+    handler when the block ends. Python-level handlers, not a signal mask: a mask would
+    be inherited by the ffmpeg children.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    previous: dict[int, Any] = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, hold)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in pending[:1]:
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)  # KeyboardInterrupt, or the CLI's Terminated
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
+
+
+def write_failure(path: Path, exc: OSError) -> WorkError:
+    """A one-line :class:`WorkError` for an OS error while writing into ``path``."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = "disk full (no space left on the device)"
+        fix = "free some space or choose another -o"
+    else:
+        what = exc.strerror or str(exc)
+        fix = "check the output directory or choose another -o"
+    where = f" ({exc.filename})" if exc.filename else ""
+    return WorkError(f"{path}: writing the outputs failed: {what}{where}: {fix}; nothing was kept")
+
+
 class OutputDir:
     """An output directory whose results appear complete or not at all.
 
@@ -362,6 +469,13 @@ class OutputDir:
             raise InputError(
                 f"{p}: cannot write in {ancestor} (permission denied): choose another -o"
             )
+        # os.access says yes to root everywhere: try for real (read-only mounts, /proc).
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".bpvideo-probe-", dir=ancestor))
+        except OSError as exc:
+            raise InputError(
+                f"{p}: cannot write in {ancestor} ({exc.strerror}): choose another -o"
+            ) from None
 
     def __enter__(self) -> OutputDir:
         self.check()
@@ -370,17 +484,24 @@ class OutputDir:
         while not parent.exists():
             missing.append(parent)
             parent = parent.parent
+        self._created = missing
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.path))
-            os.chmod(self.staging, 0o777 & ~_umask())
+            with _signals_deferred():  # __exit__ does not run if __enter__ is interrupted
+                self.path.mkdir(parents=True, exist_ok=True)
+                remove_stale_staging(self.path)
+                self.staging = Path(
+                    tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.path)
+                )
+                os.chmod(self.staging, 0o777 & ~_umask())
         except OSError as exc:
-            self._remove_created(missing)
+            self.discard()
             raise WorkError(
                 f"{self.path}: cannot create the output directory ({exc.strerror}): "
                 "choose another -o"
             ) from None
-        self._created = missing
+        except BaseException:  # a signal held back above: undo, then let it through
+            self.discard()
+            raise
         return self
 
     def stage(self, name: str) -> Path:
@@ -396,12 +517,14 @@ class OutputDir:
         if final_summary.exists():
             final_summary.unlink()  # the old result stops being 'complete' first
         names = sorted(os.listdir(self.staging), key=lambda s: s == SUMMARY)
-        for name in names:
-            src, dst = self.staging / name, self.path / name
-            if src.is_dir() and dst.exists():
-                old = self.staging / f".old-{name}"
-                os.replace(dst, old)
-            os.replace(src, dst)
+        with _signals_deferred():
+            for name in names:
+                src, dst = self.staging / name, self.path / name
+                if src.is_dir() and dst.exists():
+                    old = self.staging / f".old-{name}"
+                    os.replace(dst, old)
+                os.replace(src, dst)
+            COMMITTED.append(self.path)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
 
@@ -423,3 +546,6 @@ class OutputDir:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self.staging is not None:
             self.discard()
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            # A closed stdout (--masks-to -) is not a write failure: the CLI ends quietly.
+            raise write_failure(self.path, exc) from exc
