@@ -85,15 +85,19 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``status`` ("ok" or "failed"), ``seconds``, ``frames``, ``error`` (one line or
-        None), ``iterations``, ``converged``.
+        ``status`` ("ok" or "failed"), ``seconds``, ``cpu_seconds``, ``frames``, ``error``
+        (one line or None), ``iterations``, ``converged``.
     """
     from threadpoolctl import threadpool_limits
 
     from bpvideo.pipeline import separate
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     result: dict[str, Any] = {"status": "failed", "frames": None, "error": None}
+    if blas_threads is not None:
+        import cv2
+
+        cv2.setNumThreads(blas_threads)  # OpenCV's own pool (resize, morphology)
     try:
         with threadpool_limits(limits=blas_threads):
             summary = separate(job.input, job.output, job.make_settings())
@@ -110,6 +114,9 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
     except Exception as exc:  # a bug must not take the other jobs down
         result["error"] = f"internal error: {type(exc).__name__}: {exc}"
     result["seconds"] = round(time.perf_counter() - t0, 3)
+    # CPU time of the worker process during the job (this process's, ffmpeg children
+    # aside; with several jobs in one process, as on threaded Dask workers, it mixes them).
+    result["cpu_seconds"] = round(time.process_time() - cpu0, 3)
     return result
 
 
@@ -122,12 +129,6 @@ def _init_worker(blas_threads: int) -> None:
     import bpvideo.pipeline  # noqa: F401  (load numpy/scipy/cv2 so their pools are capped)
 
     threadpool_limits(limits=blas_threads)
-    try:
-        import cv2
-
-        cv2.setNumThreads(blas_threads)
-    except Exception:  # pragma: no cover - cv2 always imports here
-        pass
     logging.getLogger("bpvideo").setLevel(logging.ERROR)
 
 
@@ -429,8 +430,11 @@ def run_batch(
             import distributed  # noqa: F401
         except ImportError:
             raise InputError(DASK_MISSING) from None
-    if not os.access(report.parent if report.parent.exists() else Path.cwd(), os.W_OK):
-        raise InputError(f"{report}: cannot write the report there: give --report PATH")
+    ancestor = report.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if report.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"{report}: cannot write the report there: give another --report PATH")
 
     from bpvideo.writer import write_json
 
@@ -470,6 +474,7 @@ def run_batch(
         entry = entries[job.index]
         for key in ("status", "seconds", "frames", "error"):
             entry[key] = result.get(key)
+        entry["cpu_seconds"] = result.get("cpu_seconds")
         if "converged" in result:
             entry["converged"] = result["converged"]
             entry["iterations"] = result["iterations"]

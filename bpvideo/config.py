@@ -485,6 +485,8 @@ def load_config(path: str | os.PathLike) -> BatchConfig:
         defaults = LineDict()
     if not isinstance(defaults, LineDict):
         check.add(data.line_of("defaults"), "defaults", "must be a mapping of options")
+        defaults = LineDict()
+        defaults.line = data.line_of("defaults")
     else:
         default_options, default_keys, default_extras = _check_options(
             defaults, "defaults", check, aliases
@@ -517,14 +519,14 @@ def load_config(path: str | os.PathLike) -> BatchConfig:
         template_where = f"{where}.output" if "output" in keys else "defaults.output"
         all_extras = {**default_extras, **extras}
         # Extra keys are template variables; one the template does not use is a typo.
+        ok_template = True
         try:
             used = set(template_fields(template))
         except ValueError as exc:
             check.add(template_line, template_where, f"bad template {template!r}: {exc}")
-            used = set()
-        ok_template = True
+            used, ok_template = None, False
         available = set(TEMPLATE_FIELDS) | set(all_extras) | set(aliases)
-        for name in sorted(used - available):
+        for name in sorted((used or set()) - available):
             check.add(
                 template_line,
                 template_where,
@@ -535,6 +537,8 @@ def load_config(path: str | os.PathLike) -> BatchConfig:
         values: dict[str, Any] = {}
         for key, (value, key_line) in all_extras.items():
             source = where if key in extras else "defaults"
+            if used is None:
+                continue  # the template itself is wrong: already reported
             if key not in used:
                 check.add(
                     key_line,

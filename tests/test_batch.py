@@ -91,6 +91,7 @@ def test_valid_config_runs_every_job(run_cli, cams: Path, tmp_path: Path) -> Non
     assert [j["status"] for j in report["jobs"]] == ["ok"] * 4
     assert [j["frames"] for j in report["jobs"]] == [16] * 4
     assert all(j["seconds"] > 0 and j["error"] is None for j in report["jobs"])
+    assert all(j["cpu_seconds"] > 0 and j["converged"] is True for j in report["jobs"])
     assert report["counts"] == {"ok": 4} and report["executor"] == "local"
     assert [j["config_line"] for j in report["jobs"]] == [7, 7, 9, 13]
     # One progress line per finished job and the summary table on stderr.
@@ -336,3 +337,26 @@ def test_top_level_must_be_mapping(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"x.yaml:1: must be a mapping"):
         load_config(write_config(tmp_path, "- a\n- b\n", name="x.yaml"))
     assert os.path.exists(tmp_path / "x.yaml")
+
+
+def test_malformed_entries_each_reported_once(tmp_path: Path, cams: Path) -> None:
+    text = (
+        "executor: slurm\n"
+        "defaults: 3\n"
+        "jobs:\n"
+        "  - 5\n"
+        "  - input: 7\n"
+        "  - {input: cams/south/c.mkv, output: '{stem', camera: 1}\n"
+        "  - {input: cams/south/c.mkv, output: 'o/{camera}', camera: {a: 1}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(tmp_path, text, name="m.yaml"))
+    label = str(tmp_path / "m.yaml")
+    assert info.value.problems == [
+        f"{label}:1: executor: must be local or dask, got 'slurm'",
+        f"{label}:2: defaults: must be a mapping of options",
+        f"{label}:4: jobs[0]: must be a mapping with an input, got 5",
+        f"{label}:5: jobs[1].input: must be a path (a string), got 7",
+        f"{label}:6: jobs[2].output: bad template '{{stem': expected '}}' before end of string",
+        f"{label}:7: jobs[3].camera: template values must be text, got {{'a': 1}}",
+    ]
