@@ -250,6 +250,96 @@ def evaluate(
             click.echo(result.info["csv"])
 
 
+BATCH_EPILOG = """\b
+Examples:
+  bpvideo batch configs/night.yaml --workers 2
+  bpvideo batch configs/night.yaml --dry-run
+  bpvideo batch configs/night.yaml --resume
+  bpvideo batch configs/night.yaml --executor dask --scheduler tcp://host:8786
+
+\b
+Paths in the config are relative to its folder. The report (per job: input, output,
+status, seconds, frames, error) goes to batch_report.json beside the config unless
+--report or 'report:' says otherwise. Exit 0 when every job succeeded, 1 otherwise,
+2 for an invalid config (every problem listed, file:line, nothing run).
+"""
+
+
+@cli.command(epilog=BATCH_EPILOG)
+@click.argument("config_path", metavar="CONFIG.yaml")
+@click.option(
+    "-w",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Local worker processes (one BLAS thread each)  [default: 'workers:' or the cores]",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default=None,
+    help="Run on local processes or on a Dask cluster  [default: 'executor:' or local]",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Dask scheduler, e.g. tcp://host:8786 (none: a local Dask cluster of --workers).",
+)
+@click.option(
+    "--report",
+    metavar="PATH",
+    default=None,
+    help="Where to write the JSON report  [default: batch_report.json beside the config]",
+)
+@click.option("--resume", is_flag=True, help="Skip jobs whose outputs are complete and match.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print 'INPUT<TAB>OUTDIR' per job that would run; run nothing."
+)
+@verbosity_options
+def batch(
+    config_path: str,
+    workers: int | None,
+    executor: str | None,
+    scheduler: str | None,
+    report: str | None,
+    resume: bool,
+    dry_run: bool,
+    verbose: bool,
+    quiet: bool,
+    debug: bool,
+) -> int:
+    """Run the separate jobs of a YAML config, on local processes or a Dask cluster."""
+    from bpvideo.batch import BatchOptions, run_batch
+    from bpvideo.config import ConfigError
+
+    verbosity = _verbosity(verbose, quiet)
+    configure_logging(verbosity)
+    options = BatchOptions(
+        workers=workers,
+        executor=executor,
+        scheduler=scheduler,
+        report=report,
+        resume=resume,
+        dry_run=dry_run,
+        progress=verbosity >= 0,
+    )
+    try:
+        return run_batch(config_path, options, stdout=click.echo)
+    except ConfigError as exc:
+        if debug:
+            raise
+        for problem in exc.problems:
+            click.echo(f"bpvideo: error: {problem}", err=True)
+        count = len(exc.problems)
+        click.echo(
+            f"bpvideo: error: {config_path}: {count} problem{'s' if count > 1 else ''}, "
+            "nothing was run: fix them and run again",
+            err=True,
+        )
+        return exc.exit_code
+
+
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
 
