@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from bpvideo.errors import InputError
+from bpvideo.pipeline import path_fields
 from bpvideo.settings import SeparateSettings, check_value, option_specs
 
 __all__ = [
@@ -228,21 +229,13 @@ def template_fields(template: str) -> list[str]:
     return names
 
 
-def path_fields(input_path: str | os.PathLike) -> dict[str, str]:
-    """``stem``, ``name`` and ``parent`` of an input (a file or a folder of frames)."""
-    p = Path(str(input_path).rstrip("/\\"))
-    stem = p.stem if p.suffix and not p.is_dir() else p.name
-    return {"stem": stem, "name": p.name, "parent": p.parent.name}
-
-
 def expand_template(template: str, input_path: str | os.PathLike, values: dict[str, Any]) -> str:
     """Fill an output template for one input.
 
-    This is the batch runner's own small template expansion (``separate`` may get its own
-    for many inputs; the two are to be unified). Fields: ``{stem}`` (file name without
-    extension, or the folder's name), ``{name}`` (file name), ``{parent}`` (name of the
-    folder holding the input), and every key of ``values`` (the job's extra keys such as
-    ``{camera}``, and its options such as ``{rank}``).
+    Fields: those of :func:`bpvideo.pipeline.path_fields` (``{stem}``, ``{name}``,
+    ``{parent}``, the same as ``separate``'s output templates) and every key of
+    ``values`` (the job's extra keys such as ``{camera}``, and its options such as
+    ``{rank}``).
 
     Examples
     --------

@@ -10,6 +10,7 @@ import dataclasses
 import glob
 import itertools
 import logging
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -30,9 +31,7 @@ from bpvideo.reader import (
     Video,
     load_observation_mask,
     open_source,
-    probe,
     random_observation,
-    read_video,
 )
 from bpvideo.settings import SeparateSettings, parse_size
 from bpvideo.solver import (
@@ -60,7 +59,7 @@ __all__ = [
     "estimate_memory",
     "expand_inputs",
     "format_output",
-    "load_video",
+    "path_fields",
     "plan_outputs",
     "plan_window",
     "separate",
@@ -77,46 +76,6 @@ def default_output(input_path: str) -> str:
     stem = Path(input_path.rstrip("/\\")).name
     stem = Path(stem).stem if Path(stem).suffix else stem
     return f"{stem or 'video'}-bpvideo"
-
-
-def load_video(input_path: str, settings: SeparateSettings) -> Video:
-    """Read the frames and the observation mask that ``settings`` select.
-
-    Parameters
-    ----------
-    input_path : str
-        Video file or image folder.
-    settings : SeparateSettings
-        Validated settings.
-
-    Returns
-    -------
-    Video
-        With ``mask`` set when ``--mask`` or ``--observe`` is given.
-    """
-    info = probe(input_path)
-    video = read_video(
-        input_path,
-        start=settings.start,
-        frames=settings.frames,
-        step=settings.step,
-        scale=settings.scale,
-        gray=settings.gray,
-        fps=settings.fps,
-        allow_partial=settings.allow_partial,
-    )
-    if settings.mask is not None:
-        video.mask = load_observation_mask(
-            settings.mask,
-            video,
-            native_size=(info.width, info.height),
-            start=settings.start,
-            step=settings.step,
-            scale=settings.scale,
-        )
-    elif settings.observe is not None and settings.observe < 1.0:
-        video.mask = random_observation(video.data.shape, settings.observe, settings.seed)
-    return video
 
 
 def solve(
@@ -946,6 +905,21 @@ def _input_name(input_path: str) -> Path:
     return p
 
 
+def path_fields(input_path: str | os.PathLike) -> dict[str, str]:
+    """The template fields of an input: ``stem``, ``name`` and ``parent``.
+
+    ``stem`` is the file name without extension (or a folder's name), ``name`` the file or
+    folder name, ``parent`` the name of the folder holding it. A changedetection.net
+    ``SEQ/input`` folder counts as ``SEQ``; stdin (``"-"``) is ``stdin`` with no parent.
+    Used by ``separate``'s output templates and by the batch configs.
+    """
+    input_path = str(input_path)
+    p = _input_name(input_path)
+    stem = p.stem if p.suffix and not Path(input_path).is_dir() else p.name
+    parent = p.resolve().parent.name if input_path != "-" else ""
+    return {"stem": stem, "name": p.name, "parent": parent}
+
+
 def format_output(template: str | None, input_path: str, index: int) -> str:
     """The output directory of one input from an output template.
 
@@ -977,16 +951,11 @@ def format_output(template: str | None, input_path: str, index: int) -> str:
     >>> format_output("out/{index:03d}", "a.mp4", 7)
     'out/007'
     """
-    p = _input_name(input_path)
     if template is None:
-        return default_output(str(p)) if input_path != "-" else "stdin-bpvideo"
-    stem = p.stem if p.suffix and not Path(input_path).is_dir() else p.name
-    fields = {
-        "stem": stem,
-        "name": p.name,
-        "parent": p.resolve().parent.name if input_path != "-" else "",
-        "index": index,
-    }
+        return (
+            default_output(str(_input_name(input_path))) if input_path != "-" else "stdin-bpvideo"
+        )
+    fields = {**path_fields(input_path), "index": index}
     try:
         return template.format(**fields)
     except KeyError as exc:

@@ -55,7 +55,7 @@ jobs:
     rank: 2
     tol: "5e-4"
   - input: cams/lobby/input
-    output: out/lobby/{parent}-r{rank}
+    output: out/lobby/{stem}-r{rank}   # a SEQ/input folder is named by SEQ
     min_area: 0
 """
 
@@ -252,7 +252,7 @@ def test_resume_skips_complete_jobs(run_cli, cams: Path, tmp_path: Path) -> None
 
     shutil.rmtree(tmp_path / "out/south/c")
     changed = GOOD.replace("min_area: 0", "min_area: 0\n    overwrite: true\n    rank: 2")
-    changed = changed.replace("{parent}-r{rank}", "{parent}")
+    changed = changed.replace("{stem}-r{rank}", "{stem}")
     write_config(tmp_path, changed)
     (tmp_path / "out/lobby/lobby-r1").rename(tmp_path / "out/lobby/lobby")
     res = run_cli("batch", config, "--resume", "--dry-run")
