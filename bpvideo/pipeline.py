@@ -233,10 +233,9 @@ def plan_window(
                 f"{_gib(minimum * per_frame)} but {_gib(avail)} is available: lower --scale"
             )
         window = max(minimum, min(AUTO_WINDOW, fits // 2 + fits // 4))
-        whole_max = min(AUTO_WHOLE_MAX, fits)
-        if frame_count is not None and frame_count <= whole_max:
-            return None, 0
-        return window, whole_max
+        # Whether the clip is short is decided by reading ahead, not by the container's
+        # frame count (an estimate, absent on stdin).
+        return window, min(AUTO_WHOLE_MAX, fits)
     window = int(settings.window)
     if window < minimum:
         raise InputError(
@@ -551,8 +550,8 @@ def _run_windows(
                 seconds["read"] += time.perf_counter() - t_read
                 if not chunk:
                     raise InputError(_nothing_selected(source, settings))
-                if window is None and source.frame_count is None:
-                    # Length unknown beforehand (stdin): check now, before the solve.
+                if window is None:
+                    # The frame count was an estimate (or unknown): check the real one.
                     plan_window(settings, source.width, source.height, len(chunk), name=name)
                 video = _window_video(chunk, settings, fps, name)
                 del chunk
