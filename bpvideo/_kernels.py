@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "finish", "gradient_step", "thresholds", "use_numba"]
+__all__ = ["HAVE_NUMBA", "finish", "gradient_step", "thresholds", "use_numba", "warm_up"]
 
 try:  # pragma: no cover - depends on the environment
     if os.environ.get("BPVIDEO_NUMBA", "1") == "0":
@@ -465,3 +465,15 @@ def finish(Ws, S, L, Ln, A, mask, thr, scratch=None):
     if scratch is None:
         scratch = np.empty_like(Ws)
     return _np_finish(Ws, S, L, Ln, A, mask, rt, rc, ct, cc, scratch)
+
+
+def warm_up(dtype: type = np.float32) -> None:
+    """Load (or compile) the numba kernels for ``dtype`` now, on a tiny problem."""
+    if not _USE:
+        return
+    z = np.zeros((4, 4), dtype=dtype)
+    S, Sp, L, Lp, A = (z.copy() for _ in range(5))
+    rows = gradient_step(S, Sp, L, Lp, A, None, 0.5, 0.5, 0.5, 1)
+    thr = thresholds(Sp, 1, 1, rows=rows)
+    thresholds(Sp, 1, 1)
+    finish(Sp, S, L, Lp, A, None, thr)

@@ -20,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo import __version__
+from bpvideo import __version__, _kernels
 from bpvideo.baselines import godec, ialm, rpca_gd
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate import check_groundtruth, evaluate, input_is_video
@@ -601,6 +601,10 @@ def _run_windows(
     t_read: float,
     t_start: float,
 ) -> dict[str, Any]:
+    if settings.method in ("bestpair", "ncf"):
+        # load the compiled kernels now, not while solving: an interrupt that arrives
+        # while numba reads its cache is printed as a traceback from a ctypes callback
+        _kernels.warm_up()
     name = source.name
     ext = "mkv" if settings.lossless else "mp4"
     fps = source.fps

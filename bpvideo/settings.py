@@ -272,7 +272,7 @@ class SeparateSettings:
         choices=INITS,
     )
     sweeps: int = option(
-        0,
+        1,
         "int",
         "Subspace sweeps per iteration of H_r after the first 3 (bestpair, ncf); 0 = exact "
         "H_r (sweeps to convergence). 1 is an approximation, see README Performance.",
