@@ -288,6 +288,11 @@ def resize_columns(
     return np.ascontiguousarray(out.reshape(n, -1).T, dtype=np.float32)
 
 
+def solved_video_size(frame_shape: tuple[int, ...]) -> tuple[int, int]:
+    """``(w, h)`` of frames of ``frame_shape``, as ``cv2.resize`` takes it."""
+    return frame_shape[1], frame_shape[0]
+
+
 def _scaled_size(frame_shape: tuple[int, ...], scale: float) -> tuple[int, int]:
     h, w = frame_shape[:2]
     return max(2, round(w * scale)), max(2, round(h * scale))
@@ -303,8 +308,9 @@ def solve_window(
     """Solve one window (with the previous window's background columns when ``carried``).
 
     With ``settings.solve_scale < 1`` the solver runs on frames downscaled by that factor
-    (``cv2.INTER_AREA``); ``L`` is upsampled back (``INTER_LINEAR``) and ``S`` (nearest)
-    so that masks and outputs are computed at full resolution.
+    (``cv2.INTER_AREA``); ``L`` is upsampled back (``INTER_LINEAR``) plus the fine detail
+    of the per-pixel median frame (what the downscaling removed from it), and ``S``
+    (nearest), so that masks and outputs are computed at full resolution.
 
     Returns
     -------
@@ -350,6 +356,16 @@ def solve_window(
         small = solved_video.frame_shape
         L = resize_columns(L, small, size, cv2.INTER_LINEAR)
         S = resize_columns(S, small, size, cv2.INTER_NEAREST)
+        # The fine detail that the downscaled solve cannot hold: that of the per-pixel
+        # median frame (static background texture), added back to every column of L.
+        med = np.median(video.data, axis=1, keepdims=True).astype(np.float32)
+        blur = resize_columns(
+            resize_columns(med, full_shape, solved_video_size(small), cv2.INTER_AREA),
+            small,
+            size,
+            cv2.INTER_LINEAR,
+        )
+        L += med - blur
     return result, L, S
 
 
