@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "finish", "gradient_step", "thresholds", "use_numba"]
+__all__ = ["HAVE_NUMBA", "finish", "gradient_step", "thresholds", "use_numba", "warm_up"]
 
 try:  # pragma: no cover - depends on the environment
     if os.environ.get("BPVIDEO_NUMBA", "1") == "0":
@@ -195,11 +195,32 @@ if HAVE_NUMBA:  # pragma: no branch
                     return j
         return n  # pragma: no cover
 
-    def _nb_gradient_step_py(S, Sp, L, Lp, A, mask, has_mask, a, b, h, k_row, row_thr, row_cut):
+    @_jit
+    def _select_above(buf, hi, n, k, piv):
+        """k-th largest of ``buf[:n]``, searched first among the entries above ``piv``.
+
+        ``hi`` is scratch of length n. Exact for any pivot: when at least ``k`` entries
+        exceed ``piv`` the k-th largest is among them (one compaction pass, then a
+        selection on the few), otherwise the whole of ``buf`` is searched.
+        """
+        g = 0
+        for j in range(n):
+            v = buf[j]
+            if v > piv:
+                hi[g] = v
+                g += 1
+        if g >= k:
+            return _select(hi, g, g - k)
+        return _select(buf, n, n - k)
+
+    def _nb_gradient_step_py(
+        S, Sp, L, Lp, A, mask, has_mask, a, b, h, k_row, row_piv, row_thr, row_cut
+    ):
         m, n = S.shape
         wl2 = 0.0
         for i in numba.prange(m):
             buf = np.empty(n, dtype=S.dtype)
+            hi = np.empty(n, dtype=S.dtype)
             acc = 0.0
             for j in range(n):
                 s = S[i, j]
@@ -217,7 +238,7 @@ if HAVE_NUMBA:  # pragma: no branch
                 buf[j] = abs(ws)
                 acc += wl * wl
             wl2 += acc
-            t = _select(buf, n, n - k_row)
+            t = _select_above(buf, hi, n, k_row, row_piv[i])
             row_thr[i] = t
             row_cut[i] = _row_cut(Sp[i], t, k_row)
         return wl2
@@ -232,26 +253,37 @@ if HAVE_NUMBA:  # pragma: no branch
             thr[i] = t
             cut[i] = _row_cut(W[i], t, k)
 
-    def _nb_col_thresholds_py(W, k, thr, cut, block):
+    def _nb_col_thresholds_py(W, k, piv, thr, cut, block):
         m, n = W.shape
         nblocks = (n + block - 1) // block
         for bi in numba.prange(nblocks):
             j0 = bi * block
             j1 = min(n, j0 + block)
             width = j1 - j0
+            # entries above each column's pivot (a guess of its threshold: the previous
+            # iteration's, a little lower), gathered row by row along contiguous rows
             buf = np.empty((width, m), dtype=W.dtype)
+            cnt = np.zeros(width, dtype=np.int64)
             for i in range(m):
                 for jj in range(width):
-                    buf[jj, i] = abs(W[i, j0 + jj])
+                    v = abs(W[i, j0 + jj])
+                    if v > piv[j0 + jj]:
+                        buf[jj, cnt[jj]] = v
+                        cnt[jj] += 1
             for jj in range(width):
                 col = buf[jj]
-                t = _select(col, m, m - k)
+                g = cnt[jj]
+                if g < k:  # the pivot was too high: search the whole column (exact)
+                    for i in range(m):
+                        col[i] = abs(W[i, j0 + jj])
+                    g = m
+                t = _select(col, g, g - k)
                 thr[j0 + jj] = t
-                # ties (counted in the contiguous buffer; the row order is only needed
-                # when there are more ties than places, which is rare)
+                # ties: every entry >= t is among the g gathered (t > pivot); the row order
+                # is only needed when there are more ties than places, which is rare
                 greater = 0
                 equal = 0
-                for i in range(m):
+                for i in range(g):
                     v = col[i]
                     if v > t:
                         greater += 1
@@ -338,8 +370,11 @@ _NO_MASK = np.ones((1, 1), dtype=bool)
 # --- dispatch ----------------------------------------------------------------------------
 
 
-def gradient_step(S, Sp, L, Lp, A, mask, a, b, h, k_row, scratch=None):
+def gradient_step(S, Sp, L, Lp, A, mask, a, b, h, k_row, scratch=None, row_guess=None):
     """Write ``W_s`` over ``Sp`` and ``W_l`` over ``Lp``; see the module docstring.
+
+    ``row_guess`` (numba path): a guess of the row thresholds (the previous iteration's);
+    it only speeds up the selection, the result is exact whatever it is.
 
     Returns
     -------
@@ -353,20 +388,46 @@ def gradient_step(S, Sp, L, Lp, A, mask, a, b, h, k_row, scratch=None):
         rc = np.empty(m, dtype=np.int64)
         has = mask is not None
         _k("gradient_step", S.size)(
-            S, Sp, L, Lp, A, mask if has else _NO_MASK, has, a, b, h, k_row, rt, rc
+            S,
+            Sp,
+            L,
+            Lp,
+            A,
+            mask if has else _NO_MASK,
+            has,
+            a,
+            b,
+            h,
+            k_row,
+            _pivots(row_guess, m, S.dtype),
+            rt,
+            rc,
         )
         return rt, rc
     _np_gradient_step(S, Sp, L, Lp, A, mask, a, b, h, scratch)
     return None
 
 
-def thresholds(W, k_row, k_col, rows=None, scratch=None):
+def _pivots(guess, size, dtype):
+    """Selection pivots from threshold guesses: a little below them (-1: no guess)."""
+    if guess is None:
+        return np.full(size, -1.0, dtype=dtype)
+    return (np.asarray(guess) * PIVOT_MARGIN).astype(dtype) - dtype.type(1e-30)
+
+
+#: Pivots are the previous thresholds times this: low enough that usually at least k
+#: entries are above it, so the selection runs on about k entries instead of all.
+PIVOT_MARGIN = 0.97
+
+
+def thresholds(W, k_row, k_col, rows=None, scratch=None, col_guess=None):
     """Row and column thresholds of ``T_alpha``: ``(row_thr, row_cut, col_thr, col_cut)``.
 
     Entry ``(i, j)`` is among the ``k_row`` largest magnitudes of its row when
     ``|W_ij| > row_thr[i]``, or ``|W_ij| == row_thr[i]`` and ``j <= row_cut[i]`` (ties broken
     by index, so exactly ``k_row`` entries pass); the same for columns. ``rows`` reuses
-    row thresholds already computed.
+    row thresholds already computed; ``col_guess`` (numba path) is a guess of the column
+    thresholds that speeds up the selection without changing its result.
     """
     m, n = W.shape
     if _USE:
@@ -378,7 +439,7 @@ def thresholds(W, k_row, k_col, rows=None, scratch=None):
             rt, rc = rows
         ct = np.empty(n, dtype=W.dtype)
         cc = np.empty(n, dtype=np.int64)
-        _k("col_thresholds", W.size)(W, k_col, ct, cc, 16)
+        _k("col_thresholds", W.size)(W, k_col, _pivots(col_guess, n, W.dtype), ct, cc, 16)
         return rt, rc, ct, cc
     if scratch is None:
         scratch = np.empty_like(W)
@@ -404,3 +465,15 @@ def finish(Ws, S, L, Ln, A, mask, thr, scratch=None):
     if scratch is None:
         scratch = np.empty_like(Ws)
     return _np_finish(Ws, S, L, Ln, A, mask, rt, rc, ct, cc, scratch)
+
+
+def warm_up(dtype: type = np.float32) -> None:
+    """Load (or compile) the numba kernels for ``dtype`` now, on a tiny problem."""
+    if not _USE:
+        return
+    z = np.zeros((4, 4), dtype=dtype)
+    S, Sp, L, Lp, A = (z.copy() for _ in range(5))
+    rows = gradient_step(S, Sp, L, Lp, A, None, 0.5, 0.5, 0.5, 1)
+    thr = thresholds(Sp, 1, 1, rows=rows)
+    thresholds(Sp, 1, 1)
+    finish(Sp, S, L, Lp, A, None, thr)

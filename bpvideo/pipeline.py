@@ -20,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo import __version__
+from bpvideo import __version__, _kernels
 from bpvideo.baselines import godec, ialm, rpca_gd
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate import check_groundtruth, evaluate, input_is_video
@@ -275,6 +275,100 @@ def _window_video(
     )
 
 
+def resize_columns(
+    data: np.ndarray, frame_shape: tuple[int, ...], size: tuple[int, int], interpolation: int
+) -> np.ndarray:
+    """Resize every column of ``data`` (one frame of ``frame_shape``) to ``size`` (w, h).
+
+    Returns the m' x n float32 matrix of the resized frames, in the same layout.
+    """
+    n = data.shape[1]
+    frames = data.T.reshape((n, *frame_shape))
+    out = np.stack([cv2.resize(f, size, interpolation=interpolation) for f in frames])
+    return np.ascontiguousarray(out.reshape(n, -1).T, dtype=np.float32)
+
+
+def solved_video_size(frame_shape: tuple[int, ...]) -> tuple[int, int]:
+    """``(w, h)`` of frames of ``frame_shape``, as ``cv2.resize`` takes it."""
+    return frame_shape[1], frame_shape[0]
+
+
+def _scaled_size(frame_shape: tuple[int, ...], scale: float) -> tuple[int, int]:
+    h, w = frame_shape[:2]
+    return max(2, round(w * scale)), max(2, round(h * scale))
+
+
+def solve_window(
+    video: Video,
+    settings: SeparateSettings,
+    carried: np.ndarray | None,
+    *,
+    callback: Callable[[Iterate], None] | None = None,
+) -> tuple[SolverResult, np.ndarray, np.ndarray]:
+    """Solve one window (with the previous window's background columns when ``carried``).
+
+    With ``settings.solve_scale < 1`` the solver runs on frames downscaled by that factor
+    (``cv2.INTER_AREA``); ``L`` is upsampled back (``INTER_LINEAR``) plus the fine detail
+    of the per-pixel median frame (what the downscaling removed from it), and ``S``
+    (nearest), so that masks and outputs are computed at full resolution.
+
+    Returns
+    -------
+    result, L, S
+        The solver's result and the full-resolution ``L`` and ``S`` of the window's frames.
+    """
+    scale = float(settings.solve_scale)
+    full_shape = tuple(video.frame_shape)
+    if scale < 1.0:
+        size = _scaled_size(full_shape, scale)
+        small_shape = (size[1], size[0], *full_shape[2:])
+        mask = None
+        if video.mask is not None:
+            mask = resize_columns(
+                video.mask.astype(np.float32), full_shape, size, cv2.INTER_NEAREST
+            ).astype(bool)
+        solved_video = Video(
+            data=resize_columns(video.data, full_shape, size, cv2.INTER_AREA),
+            frames=video.frames,
+            frame_shape=small_shape,
+            fps=video.fps,
+            source=video.source,
+            mask=mask,
+        )
+        if carried is not None:
+            carried = resize_columns(carried, full_shape, size, cv2.INTER_AREA)
+    else:
+        solved_video = video
+    if carried is None:
+        result = solve(solved_video, settings, callback=callback)
+        L, S = result.L, result.S
+    else:
+        carry = carried.shape[1]
+        solved = _with_carried(solved_video, carried)
+        L0, S0 = warm_start(
+            solved.data, _orthonormal(carried), settings.rank, settings.sparsity, solved.mask
+        )
+        result = solve(solved, settings, callback=callback, L0=L0, S0=S0)
+        del L0, S0, solved
+        L, S = result.L[:, carry:], result.S[:, carry:]
+    if scale < 1.0:
+        size = (full_shape[1], full_shape[0])
+        small = solved_video.frame_shape
+        L = resize_columns(L, small, size, cv2.INTER_LINEAR)
+        S = resize_columns(S, small, size, cv2.INTER_NEAREST)
+        # The fine detail that the downscaled solve cannot hold: that of the per-pixel
+        # median frame (static background texture), added back to every column of L.
+        med = np.median(video.data, axis=1, keepdims=True).astype(np.float32)
+        blur = resize_columns(
+            resize_columns(med, full_shape, solved_video_size(small), cv2.INTER_AREA),
+            small,
+            size,
+            cv2.INTER_LINEAR,
+        )
+        L += med - blur
+    return result, L, S
+
+
 def _orthonormal(M: np.ndarray) -> np.ndarray:
     """Orthonormal basis of the column space of ``M`` (m x k, k small), by a thin QR."""
     Q, R = np.linalg.qr(M.astype(np.float64, copy=False))
@@ -523,6 +617,10 @@ def _run_windows(
     t_read: float,
     t_start: float,
 ) -> dict[str, Any]:
+    if settings.method in ("bestpair", "ncf"):
+        # load the compiled kernels now, not while solving: an interrupt that arrives
+        # while numba reads its cache is printed as a traceback from a ctypes callback
+        _kernels.warm_up()
     name = source.name
     ext = "mkv" if settings.lossless else "mp4"
     fps = source.fps
@@ -587,22 +685,7 @@ def _run_windows(
                     )
 
                 t = time.perf_counter()
-                if carried is None:
-                    result = solve(video, settings, callback=callback)
-                    L, S = result.L, result.S
-                else:
-                    carry = carried.shape[1]
-                    solved = _with_carried(video, carried)
-                    L0, S0 = warm_start(
-                        solved.data,
-                        _orthonormal(carried),
-                        settings.rank,
-                        settings.sparsity,
-                        solved.mask,
-                    )
-                    result = solve(solved, settings, callback=callback, L0=L0, S0=S0)
-                    del L0, S0, solved
-                    L, S = result.L[:, carry:], result.S[:, carry:]
+                result, L, S = solve_window(video, settings, carried, callback=callback)
                 seconds["solve"] += time.perf_counter() - t
 
                 t = time.perf_counter()

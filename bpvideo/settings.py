@@ -271,6 +271,22 @@ class SeparateSettings:
         "or the per-pixel median.",
         choices=INITS,
     )
+    sweeps: int = option(
+        1,
+        "int",
+        "Subspace sweeps per iteration of H_r after the first 3 (bestpair, ncf); 0 = exact "
+        "H_r (sweeps to convergence). 1 is an approximation, see README Performance.",
+        low=0,
+    )
+    solve_scale: float = option(
+        1.0,
+        "float",
+        "Solve on frames downscaled by this factor (INTER_AREA); the background is upsampled "
+        "back and masks and outputs are computed at full resolution.",
+        low=0,
+        high=1,
+        low_open=True,
+    )
     # --- foreground masks ----------------------------------------------------------------
     mask_rule: str = option(
         "residual",
@@ -357,6 +373,8 @@ class SeparateSettings:
             kwargs["init"] = self.init
         if self.method == "bestpair":
             kwargs.update(gamma=self.gamma, a=self.a, b=self.b)
+        if self.method in ("bestpair", "ncf"):
+            kwargs["sweeps"] = self.sweeps
         if self.method == "godec":
             kwargs["seed"] = self.seed
         return kwargs
