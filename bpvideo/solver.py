@@ -74,6 +74,10 @@ class SolverResult:
         Name of the method that produced the result.
     seconds : float
         Wall time of the solve.
+    factors : tuple of ndarray or None
+        ``(U, V)`` with ``L = U @ V.T`` (``U`` m x r, ``V`` n x r), when the solver keeps
+        ``L`` in factored form (best pair and NCF do); None otherwise. Linear maps of the
+        frames (resizing) can then act on the r columns of ``U`` instead of all of ``L``.
     """
 
     L: np.ndarray
@@ -84,6 +88,7 @@ class SolverResult:
     changes: list[float] = field(default_factory=list)
     method: str = "bestpair"
     seconds: float = 0.0
+    factors: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def residual(self) -> float:
@@ -246,6 +251,8 @@ class RankProjector:
         self.total_sweeps = 0
         self.fallbacks = 0
         self._V: np.ndarray | None = None
+        #: ``(U, V)`` with the last result ``= U @ V.T`` (``U`` m x r, ``V`` n x r).
+        self.factors: tuple[np.ndarray, np.ndarray] | None = None
         #: When True, ``max_sweeps`` sweeps that have not converged return their Ritz
         #: approximation instead of falling back to the Gram matrix.
         self.accept_unconverged = False
@@ -310,6 +317,7 @@ class RankProjector:
             if p < k:
                 self._V = Vfull[:, :p].copy()
         # L = P Vr^T (tall) or its transpose
+        self.factors = (P, Vr) if tall else (Vr, P)
         if tall:
             return np.matmul(P, Vr.T, out=out)
         res_T = None if out is None else out.T
@@ -667,6 +675,7 @@ def _best_pair(
         changes=changes,
         method=method,
         seconds=time.perf_counter() - t0,
+        factors=projector.factors,
     )
 
 

@@ -82,6 +82,16 @@ def test_wide_matrix() -> None:
     assert rel(result.L, p.L) < 1e-6
 
 
+@pytest.mark.parametrize("shape", [(200, 100), (100, 200)])
+def test_factors_give_L(shape: tuple[int, int]) -> None:
+    m, n = shape
+    p = make_rpca_problem(m, n, rank=2, sparsity=0.05, seed=9)
+    result = best_pair(p.A, 2, 0.05, tol=1e-8, max_iter=300)
+    U, V = result.factors
+    assert U.shape == (m, 2) and V.shape == (n, 2)
+    np.testing.assert_allclose(U @ V.T, result.L, rtol=0, atol=1e-9 * np.abs(result.L).max())
+
+
 def test_callback_and_iterate() -> None:
     p = make_rpca_problem(50, 40, rank=2, sparsity=0.05, seed=7)
     seen: list[Iterate] = []
