@@ -1,21 +1,29 @@
-"""Fused per-iteration kernels of the best-pair solver: numba when available, numpy otherwise.
+"""Per-iteration kernels of the best-pair solver: numba when available, numpy otherwise.
 
-Both paths compute the same thing (tested against each other in tests/test_kernels.py):
+Both paths compute the same thing (tested against each other in tests/test_kernels.py).
+The solver keeps ``L`` in factored form ``U V^T`` (rank r) and four m x n buffers: the data
+``A``, ``W`` (the unthresholded ``W_s`` of the last step), ``Sp`` (the previous ``S``) and
+``Wl`` (the last ``W_l``):
 
-- :func:`gradient_step`: from ``S, S_prev, L, L_prev, A`` (and the mask), write
-  ``W_s = Sa - gamma/2 R`` over ``S_prev`` and ``W_l = La - gamma/2 R`` over ``L_prev`` in
-  place, where ``Sa = S + a (S - S_prev)``, ``Sb = S + b (S - S_prev)`` (same for L) and
-  ``R = P_Omega(Sb + Lb - A)``. The numba kernel also returns the row thresholds of
-  ``T_alpha`` (the row is in cache) and ``||W_l||_F^2``.
+- :func:`fused_step`: one pass that finishes iteration k and does the gradient step of
+  iteration k + 1: ``S_k = T_alpha(W)`` (thresholds given), ``L_k = U V^T`` and
+  ``L_{k-1} = U_p V_p^T`` computed on the fly, the squared norms of the stopping rule, then
+  ``W_s = Sa - gamma/2 R`` over ``Sp`` and ``W_l = La - gamma/2 R`` over ``Wl``, where
+  ``Sa = S_k + a (S_k - S_{k-1})``, ``Sb = S_k + b (S_k - S_{k-1})`` (same for L) and
+  ``R = P_Omega(Sb + Lb - A)``; ``S_k`` is written over ``W``. The numba kernel also
+  returns the row thresholds of ``T_alpha`` on the new ``W_s`` (the row is in cache) and
+  the first product of the rank-r projection, ``W_l V`` for the warm-started block ``V``.
 - :func:`thresholds`: the ``k``-th largest magnitude of every row and column, with the
   index cut-off that breaks ties by index, so that exactly ``k`` entries pass.
-- :func:`finish`: ``S_new = T_alpha(W_s)`` in place, and in the same pass the squared norms
-  that the stopping rule needs: ``||S_new - S||``, ``||L_new - L||``, ``||S||``, ``||L||``
-  and ``||P_Omega(A - L_new - S_new)||``.
+- :func:`apply_thresholds`, :func:`matmul`, :func:`t_matmul`, :func:`row_median`: ``T_alpha``
+  in place, ``M V``, ``M^T Q`` and the per-row median (observed entries only), as used by
+  the starting point and the subspace iteration of ``H_r``.
 
 The numba path is used when numba imports and ``BPVIDEO_NUMBA`` is not ``0``. Its kernels
 are compiled on first use and cached on disk (``cache=True``); without a writable cache
-they are compiled in each process (about a second or two).
+they are compiled in each process (a few seconds). Reductions are compiled with
+``fastmath={"reassoc", "contract"}`` so that they vectorize: sums are then accumulated in
+another order than numpy's, which changes results at the level of rounding only.
 """
 
 from __future__ import annotations
@@ -24,7 +32,17 @@ import os
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "finish", "gradient_step", "thresholds", "use_numba", "warm_up"]
+__all__ = [
+    "HAVE_NUMBA",
+    "apply_thresholds",
+    "fused_step",
+    "matmul",
+    "row_median",
+    "t_matmul",
+    "thresholds",
+    "use_numba",
+    "warm_up",
+]
 
 try:  # pragma: no cover - depends on the environment
     if os.environ.get("BPVIDEO_NUMBA", "1") == "0":
@@ -47,26 +65,14 @@ def use_numba(flag: bool | None = None) -> bool:
 
 _USE = HAVE_NUMBA
 
+#: Selection brackets are the previous thresholds times this and divided by it: wide
+#: enough that the new threshold is usually inside (the per-column thresholds of a video
+#: move by less than 1 % between iterations, per-row ones by a few per cent), narrow
+#: enough that few entries fall inside, so the selection runs on those few.
+PIVOT_MARGIN = 0.95
+
 
 # --- numpy path --------------------------------------------------------------------------
-
-
-def _np_gradient_step(S, Sp, L, Lp, A, mask, a, b, h, scratch):
-    dt = S.dtype.type
-    np.subtract(S, Sp, out=Sp)  # dS
-    np.subtract(L, Lp, out=Lp)  # dL
-    np.add(Sp, Lp, out=scratch)
-    scratch *= dt(b)
-    scratch += S
-    scratch += L
-    scratch -= A  # R = Sb + Lb - A
-    if mask is not None:
-        np.multiply(scratch, mask, out=scratch)
-    scratch *= dt(h)
-    for X, dX in ((S, Sp), (L, Lp)):
-        dX *= dt(a)
-        dX += X
-        dX -= scratch
 
 
 def _ties_cut(absM: np.ndarray, thr: np.ndarray, k: int) -> np.ndarray:
@@ -82,26 +88,21 @@ def _ties_cut(absM: np.ndarray, thr: np.ndarray, k: int) -> np.ndarray:
     return cut
 
 
-def _np_thresholds(W, k_row, k_col, scratch):
-    m, n = W.shape
-    absM = np.abs(W, out=scratch)
-    part = scratch.copy() if k_row < n else None
-    if part is None:
-        row_thr = absM.min(axis=1)
-    else:
-        part.partition(n - k_row, axis=1)
-        row_thr = part[:, n - k_row].copy()
+def _np_kth(absM: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    n = absM.shape[1]
+    if k < n:
+        part = np.partition(absM, n - k, axis=1)
+        thr = part[:, n - k].copy()
         del part
-    row_cut = _ties_cut(absM, row_thr, k_row)
-    absT = np.ascontiguousarray(absM.T)
-    if k_col < m:
-        work = absT.copy()
-        work.partition(m - k_col, axis=1)
-        col_thr = work[:, m - k_col].copy()
-        del work
     else:
-        col_thr = absT.min(axis=1)
-    col_cut = _ties_cut(absT, col_thr, k_col)
+        thr = absM.min(axis=1)
+    return thr, _ties_cut(absM, thr, k)
+
+
+def _np_thresholds(W, k_row, k_col):
+    absM = np.abs(W)
+    row_thr, row_cut = _np_kth(absM, k_row)
+    col_thr, col_cut = _np_kth(np.ascontiguousarray(absM.T), k_col)
     return row_thr, row_cut, col_thr, col_cut
 
 
@@ -110,36 +111,75 @@ def _keep(absM: np.ndarray, thr: np.ndarray, cut: np.ndarray) -> np.ndarray:
     return (absM > thr[:, None]) | ((absM == thr[:, None]) & (idx[None, :] <= cut[:, None]))
 
 
-def _np_finish(Ws, S, L, Ln, A, mask, rt, rc, ct, cc, scratch):
-    absM = np.abs(Ws, out=scratch)
+def _np_apply(W, rt, rc, ct, cc):
+    absM = np.abs(W)
     keep = _keep(absM, rt, rc)
     keep &= _keep(absM.T, ct, cc).T
-    np.multiply(Ws, keep, out=Ws)
-    del keep
-    sq = {}
-    np.subtract(Ws, S, out=scratch)
-    sq["dS"] = float(np.vdot(scratch, scratch))
-    np.subtract(Ln, L, out=scratch)
-    sq["dL"] = float(np.vdot(scratch, scratch))
-    sq["S"] = float(np.vdot(S, S))
-    sq["L"] = float(np.vdot(L, L))
-    np.subtract(A, Ln, out=scratch)
-    scratch -= Ws
+    np.multiply(W, keep, out=W)
+
+
+def _dense(L, dtype):
+    if isinstance(L, np.ndarray):
+        return L
+    return (L[0].astype(dtype, copy=False) @ L[1].T.astype(dtype, copy=False)).astype(dtype)
+
+
+def _np_fused(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT):
+    dt = W.dtype.type
+    if thr is not None:
+        _np_apply(W, *thr)
+    s = W  # S_k
+    l_k = _dense(L, W.dtype)
+    l_p = _dense(Lp, W.dtype)
+    sq = {"S": float(np.vdot(Sp, Sp)), "L": float(np.vdot(l_p, l_p))}
+    d_l = l_k - l_p
+    d_s = np.subtract(s, Sp, out=Sp)
+    sq["dS"] = float(np.vdot(d_s, d_s))
+    sq["dL"] = float(np.vdot(d_l, d_l))
+    e = A - l_k
+    e -= s
+    r = d_s + d_l
+    r *= dt(b)
+    r -= e  # R = Sb + Lb - A
     if mask is not None:
-        np.multiply(scratch, mask, out=scratch)
-    sq["E"] = float(np.vdot(scratch, scratch))
-    return sq
+        np.multiply(e, mask, out=e)
+        np.multiply(r, mask, out=r)
+    sq["E"] = float(np.vdot(e, e))
+    del e
+    r *= dt(h)
+    for X, dX, out in ((s, d_s, Sp), (l_k, d_l, Wl)):
+        dX *= dt(a)
+        dX += X
+        np.subtract(dX, r, out=out)
+    Y = Wl @ VwT.T if VwT.shape[0] else None
+    return sq, Y
+
+
+def _np_row_median(A, mask):
+    if mask is None:
+        return np.median(A, axis=1)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-unobserved rows: NaN
+            med = np.nanmedian(np.where(mask, A, np.nan), axis=1)
+    return np.nan_to_num(med)
 
 
 # --- numba path --------------------------------------------------------------------------
 
 if HAVE_NUMBA:  # pragma: no branch
     _jit = numba.njit(cache=True, nogil=True, fastmath=False)
-    _pjit = numba.njit(cache=True, nogil=True, parallel=True, fastmath=False)
+    _FAST = {"reassoc", "contract"}
+    _pjit = numba.njit(cache=True, nogil=True, parallel=True, fastmath=_FAST)
 
     @_jit
     def _select(buf, n, kth):
-        """Value of rank ``kth`` (0-based, ascending) of ``buf[:n]``; reorders ``buf``."""
+        """Value of rank ``kth`` (0-based, ascending) of ``buf[:n]``; reorders ``buf``.
+
+        On return every entry of ``buf[:kth]`` is <= the value (quickselect).
+        """
         lo = 0
         hi = n - 1
         while hi > lo:
@@ -180,10 +220,8 @@ if HAVE_NUMBA:  # pragma: no branch
         equal = 0
         for j in range(n):
             v = abs(row[j])
-            if v > thr:
-                greater += 1
-            elif v == thr:
-                equal += 1
+            greater += v > thr
+            equal += v == thr
         need = k - greater
         if equal <= need:
             return n
@@ -196,52 +234,202 @@ if HAVE_NUMBA:  # pragma: no branch
         return n  # pragma: no cover
 
     @_jit
-    def _select_above(buf, hi, n, k, piv):
-        """k-th largest of ``buf[:n]``, searched first among the entries above ``piv``.
+    def _kth_bracket(vals, n, k, lo, hi, buf):
+        """k-th largest of ``vals[:n]`` (>= 0), searched first among those in ``(lo, hi]``.
 
-        ``hi`` is scratch of length n. Exact for any pivot: when at least ``k`` entries
-        exceed ``piv`` the k-th largest is among them (one compaction pass, then a
-        selection on the few), otherwise the whole of ``buf`` is searched.
+        Returns ``(t, greater, equal)``: the value and how many entries are above it and
+        equal to it. ``buf`` is scratch of length n. Exact whatever the bracket: when
+        fewer than k entries exceed ``lo`` or k entries exceed ``hi`` (the guess was off),
+        the whole of ``vals`` is searched. A good bracket (the previous iteration's
+        threshold, widened by a few per cent) holds a few entries: one counting pass,
+        then a selection on those few.
         """
+        above = 0
         g = 0
         for j in range(n):
-            v = buf[j]
-            if v > piv:
-                hi[g] = v
+            v = vals[j]
+            above += v > hi
+            if v > lo and v <= hi:  # rare: the branch is predicted
+                buf[g] = v
                 g += 1
-        if g >= k:
-            return _select(hi, g, g - k)
-        return _select(buf, n, n - k)
-
-    def _nb_gradient_step_py(
-        S, Sp, L, Lp, A, mask, has_mask, a, b, h, k_row, row_piv, row_thr, row_cut
-    ):
-        m, n = S.shape
-        wl2 = 0.0
-        for i in numba.prange(m):
-            buf = np.empty(n, dtype=S.dtype)
-            hi = np.empty(n, dtype=S.dtype)
-            acc = 0.0
+        if not (above < k <= above + g):
             for j in range(n):
-                s = S[i, j]
-                ds = s - Sp[i, j]
-                l_ = L[i, j]
-                dl = l_ - Lp[i, j]
-                r = s + l_ + b * (ds + dl) - A[i, j]
-                if has_mask and not mask[i, j]:
-                    r = 0.0
-                r = h * r
-                ws = s + a * ds - r
-                wl = l_ + a * dl - r
-                Sp[i, j] = ws
-                Lp[i, j] = wl
-                buf[j] = abs(ws)
-                acc += wl * wl
-            wl2 += acc
-            t = _select_above(buf, hi, n, k_row, row_piv[i])
-            row_thr[i] = t
-            row_cut[i] = _row_cut(Sp[i], t, k_row)
-        return wl2
+                buf[j] = vals[j]
+            g = n
+            above = 0
+        t = _select(buf, g, g - (k - above))
+        greater = above
+        equal = 0
+        for j in range(g):
+            v = buf[j]
+            greater += v > t
+            equal += v == t
+        return t, greater, equal
+
+    @_jit
+    def _tie_cut(vals, n, t, need):
+        """Index of the ``need``-th entry equal to ``t`` in ``vals[:n]`` (n if none)."""
+        seen = 0
+        for j in range(n):
+            if vals[j] == t:
+                seen += 1
+                if seen == need:
+                    return j
+        return n  # pragma: no cover
+
+    def _nb_fused_py(
+        W,
+        Sp,
+        Wl,
+        A,
+        mask,
+        has_mask,
+        LkD,
+        dense_k,
+        U,
+        VT,
+        LpD,
+        dense_p,
+        Up,
+        VpT,
+        rt,
+        rc,
+        ct,
+        cc,
+        a,
+        b,
+        h,
+        k_row,
+        row_lo,
+        row_hi,
+        VwT,
+        out_rt,
+        out_rc,
+        Y,
+    ):
+        m, n = W.shape
+        r1 = U.shape[1]
+        r0 = Up.shape[1]
+        p = VwT.shape[0]
+        zero = W.dtype.type(0)
+        ds2 = 0.0
+        dl2 = 0.0
+        s2 = 0.0
+        l2 = 0.0
+        e2 = 0.0
+        chunks = min(m, 64)
+        # Rows in chunks (one set of row buffers each); each row in short loops over few
+        # arrays, so that they vectorize.
+        for ch in numba.prange(chunks):
+            lk = np.empty(n, dtype=W.dtype)
+            lp = np.empty(n, dtype=W.dtype)
+            sk = np.empty(n, dtype=W.dtype)
+            buf = np.empty(n, dtype=W.dtype)
+            sel = np.empty(n, dtype=W.dtype)
+            ok = np.empty(n, dtype=np.bool_)
+            c_ds = 0.0
+            c_dl = 0.0
+            c_s = 0.0
+            c_l = 0.0
+            c_e = 0.0
+            for i in range(ch * m // chunks, (ch + 1) * m // chunks):
+                if dense_k:
+                    for j in range(n):
+                        lk[j] = LkD[i, j]
+                else:
+                    for j in range(n):
+                        lk[j] = zero
+                    for q in range(r1):
+                        u = U[i, q]
+                        for j in range(n):
+                            lk[j] += u * VT[q, j]
+                if dense_p:
+                    for j in range(n):
+                        lp[j] = LpD[i, j]
+                else:
+                    for j in range(n):
+                        lp[j] = zero
+                    for q in range(r0):
+                        u = Up[i, q]
+                        for j in range(n):
+                            lp[j] += u * VpT[q, j]
+                # S_k = T_alpha(W_s) on this row
+                Wi = W[i]
+                t = rt[i]
+                c = rc[i]
+                for j in range(n):
+                    w = Wi[j]
+                    v = abs(w)
+                    keep = ((v > t) | ((v == t) & (j <= c))) & (
+                        (v > ct[j]) | ((v == ct[j]) & (i <= cc[j]))
+                    )
+                    sk[j] = w if keep else zero
+                for j in range(n):
+                    Wi[j] = sk[j]
+                if has_mask:  # unobserved entries: R = 0, and no residual
+                    for j in range(n):
+                        ok[j] = mask[i, j]
+                else:
+                    for j in range(n):
+                        ok[j] = True
+                # measure Y_k and take the gradient step of k + 1
+                Spi = Sp[i]
+                Wli = Wl[i]
+                Ai = A[i]
+                a_ds = 0.0
+                a_dl = 0.0
+                a_s = 0.0
+                a_l = 0.0
+                a_e = 0.0
+                for j in range(n):
+                    s = sk[j]
+                    sp = Spi[j]
+                    l_ = lk[j]
+                    lq = lp[j]
+                    ds = s - sp
+                    dl = l_ - lq
+                    x = Ai[j]
+                    o = ok[j]
+                    r = s + l_ + b * (ds + dl) - x
+                    e = x - l_ - s
+                    r = h * r if o else zero
+                    e = e if o else zero
+                    Spi[j] = s + a * ds - r
+                    Wli[j] = l_ + a * dl - r
+                    a_ds += ds * ds
+                    a_dl += dl * dl
+                    a_s += sp * sp
+                    a_l += lq * lq
+                    a_e += e * e
+                c_ds += a_ds
+                c_dl += a_dl
+                c_s += a_s
+                c_l += a_l
+                c_e += a_e
+                # first product of the rank-r projection: Y = W_l V
+                for q in range(p):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += Wli[j] * VwT[q, j]
+                    Y[i, q] = acc
+                # row threshold of T_alpha on the new W_s
+                for j in range(n):
+                    buf[j] = abs(Spi[j])
+                tv, greater, equal = _kth_bracket(buf, n, k_row, row_lo[i], row_hi[i], sel)
+                out_rt[i] = tv
+                need = k_row - greater
+                if equal > need:
+                    for j in range(n):
+                        buf[j] = abs(Spi[j])
+                    out_rc[i] = _tie_cut(buf, n, tv, need)
+                else:
+                    out_rc[i] = n
+            ds2 += c_ds
+            dl2 += c_dl
+            s2 += c_s
+            l2 += c_l
+            e2 += c_e
+        return ds2, dl2, s2, l2, e2
 
     def _nb_row_thresholds_py(W, k, thr, cut):
         m, n = W.shape
@@ -253,45 +441,54 @@ if HAVE_NUMBA:  # pragma: no branch
             thr[i] = t
             cut[i] = _row_cut(W[i], t, k)
 
-    def _nb_col_thresholds_py(W, k, piv, thr, cut, block):
+    def _nb_col_thresholds_py(W, k, lo, hi, thr, cut, groups):
         m, n = W.shape
-        nblocks = (n + block - 1) // block
-        for bi in numba.prange(nblocks):
-            j0 = bi * block
-            j1 = min(n, j0 + block)
+        cap = min(m, 2 * k + 64)
+        for gi in numba.prange(groups):
+            j0 = gi * n // groups
+            j1 = (gi + 1) * n // groups
             width = j1 - j0
-            # entries above each column's pivot (a guess of its threshold: the previous
-            # iteration's, a little lower), gathered row by row along contiguous rows
-            buf = np.empty((width, m), dtype=W.dtype)
+            # Each group of columns streams along the rows (contiguous reads), counting
+            # the entries of each column above its bracket and gathering those inside it
+            # (see _kth_bracket; a full bracket falls back to the whole column).
+            buf = np.empty((width, cap), dtype=W.dtype)
             cnt = np.zeros(width, dtype=np.int64)
+            above = np.zeros(width, dtype=np.int64)
+            lo_ = lo[j0:j1].copy()
+            hi_ = hi[j0:j1].copy()
             for i in range(m):
+                Wi = W[i]
                 for jj in range(width):
-                    v = abs(W[i, j0 + jj])
-                    if v > piv[j0 + jj]:
-                        buf[jj, cnt[jj]] = v
-                        cnt[jj] += 1
+                    v = abs(Wi[j0 + jj])
+                    above[jj] += v > hi_[jj]
+                    if v > lo_[jj] and v <= hi_[jj]:
+                        g = cnt[jj]
+                        if g < cap:
+                            buf[jj, g] = v
+                            cnt[jj] = g + 1
+            col = np.empty(m, dtype=W.dtype)
             for jj in range(width):
-                col = buf[jj]
                 g = cnt[jj]
-                if g < k:  # the pivot was too high: search the whole column (exact)
+                up = above[jj]
+                if g < cap and up < k <= up + g:
+                    vals = buf[jj]
+                else:  # the guess was off: the whole column
                     for i in range(m):
                         col[i] = abs(W[i, j0 + jj])
+                    vals = col
                     g = m
-                t = _select(col, g, g - k)
+                    up = 0
+                t = _select(vals, g, g - (k - up))
                 thr[j0 + jj] = t
-                # ties: every entry >= t is among the g gathered (t > pivot); the row order
-                # is only needed when there are more ties than places, which is rare
-                greater = 0
+                greater = up
                 equal = 0
                 for i in range(g):
-                    v = col[i]
-                    if v > t:
-                        greater += 1
-                    elif v == t:
-                        equal += 1
+                    v = vals[i]
+                    greater += v > t
+                    equal += v == t
                 need = k - greater
                 c = m
-                if equal > need:
+                if equal > need:  # more ties than places: the row order breaks them
                     seen = 0
                     for i in range(m):
                         if abs(W[i, j0 + jj]) == t:
@@ -301,55 +498,80 @@ if HAVE_NUMBA:  # pragma: no branch
                                 break
                 cut[j0 + jj] = c
 
-    def _nb_finish_py(Ws, S, L, Ln, A, mask, has_mask, rt, rc, ct, cc):
-        m, n = Ws.shape
-        ds2 = 0.0
-        dl2 = 0.0
-        s2 = 0.0
-        l2 = 0.0
-        e2 = 0.0
+    def _nb_apply_py(W, rt, rc, ct, cc):
+        m, n = W.shape
+        zero = W.dtype.type(0)
         for i in numba.prange(m):
             t = rt[i]
             c = rc[i]
-            a_ds = 0.0
-            a_dl = 0.0
-            a_s = 0.0
-            a_l = 0.0
-            a_e = 0.0
             for j in range(n):
-                w = Ws[i, j]
+                w = W[i, j]
                 v = abs(w)
-                keep = (v > t or (v == t and j <= c)) and (v > ct[j] or (v == ct[j] and i <= cc[j]))
-                snew = w if keep else 0.0
-                Ws[i, j] = snew
-                s = S[i, j]
-                l_ = L[i, j]
-                ln = Ln[i, j]
-                d = snew - s
-                a_ds += d * d
-                d = ln - l_
-                a_dl += d * d
-                a_s += s * s
-                a_l += l_ * l_
-                e = A[i, j] - ln - snew
-                if has_mask and not mask[i, j]:
-                    e = 0.0
-                a_e += e * e
-            ds2 += a_ds
-            dl2 += a_dl
-            s2 += a_s
-            l2 += a_l
-            e2 += a_e
-        return ds2, dl2, s2, l2, e2
+                keep = ((v > t) | ((v == t) & (j <= c))) & (
+                    (v > ct[j]) | ((v == ct[j]) & (i <= cc[j]))
+                )
+                W[i, j] = w if keep else zero
+
+    def _nb_matmul_py(M, VT, Y):
+        m, n = M.shape
+        p = VT.shape[0]
+        for i in numba.prange(m):
+            for q in range(p):
+                acc = 0.0
+                for j in range(n):
+                    acc += M[i, j] * VT[q, j]
+                Y[i, q] = acc
+
+    def _nb_t_matmul_py(M, Q, out):
+        m, n = M.shape
+        p = Q.shape[1]
+        chunks = out.shape[0]
+        for ci in numba.prange(chunks):
+            i0 = ci * m // chunks
+            i1 = (ci + 1) * m // chunks
+            acc = out[ci]
+            for q in range(p):
+                for j in range(n):
+                    acc[q, j] = 0.0
+            for i in range(i0, i1):
+                for q in range(p):
+                    y = Q[i, q]
+                    for j in range(n):
+                        acc[q, j] += y * M[i, j]
+
+    def _nb_row_median_py(A, mask, has_mask, out):
+        m, n = A.shape
+        for i in numba.prange(m):
+            buf = np.empty(n, dtype=A.dtype)
+            g = 0
+            for j in range(n):
+                if not has_mask or mask[i, j]:
+                    buf[g] = A[i, j]
+                    g += 1
+            if g == 0:
+                out[i] = 0.0
+                continue
+            half = g // 2
+            upper = _select(buf, g, half)
+            if g % 2:
+                out[i] = upper
+            else:
+                lower = buf[0]
+                for j in range(1, half):
+                    lower = max(lower, buf[j])
+                out[i] = (lower + upper) / 2
 
     # One compiled (and disk-cached) parallel variant of each kernel; small problems run
     # it on one thread (a second, serial variant of the same function would share its
     # cache entry and be recompiled in every process).
     _PARALLEL = {
-        "gradient_step": _pjit(_nb_gradient_step_py),
+        "fused": _pjit(_nb_fused_py),
         "row_thresholds": _pjit(_nb_row_thresholds_py),
         "col_thresholds": _pjit(_nb_col_thresholds_py),
-        "finish": _pjit(_nb_finish_py),
+        "apply": _pjit(_nb_apply_py),
+        "matmul": _pjit(_nb_matmul_py),
+        "t_matmul": _pjit(_nb_t_matmul_py),
+        "row_median": _pjit(_nb_row_median_py),
     }
 
 #: Matrices with fewer entries run the kernels on one thread (thread start-up and
@@ -367,60 +589,125 @@ def _k(name: str, size: int):
 _NO_MASK = np.ones((1, 1), dtype=bool)
 
 
+#: Without a guess, column thresholds are first estimated on every SAMPLE_STEP-th row,
+#: and searched within SAMPLE_MARGIN of the estimate.
+SAMPLE_STEP = 8
+SAMPLE_MARGIN = 0.85
+
+
+def _bracket(guess, size, dtype, margin=None):
+    """Selection brackets ``(lo, hi)`` around threshold guesses (everything: no guess)."""
+    if guess is None:
+        return np.full(size, -1.0, dtype=dtype), np.full(size, np.inf, dtype=dtype)
+    margin = PIVOT_MARGIN if margin is None else margin
+    g = np.asarray(guess, dtype=np.float64)
+    tiny = 1e-30
+    lo = (g * margin - tiny).astype(dtype)
+    hi = (g / margin + tiny).astype(dtype)
+    return lo, hi
+
+
+_NO_FACTOR = np.zeros((1, 1))
+
+
+def _factors_or_dense(L, dtype):
+    """Kernel arguments ``(dense array, is dense, U, V^T)`` for a factored or dense L."""
+    if isinstance(L, np.ndarray):
+        z = _NO_FACTOR.astype(dtype)
+        return np.ascontiguousarray(L, dtype=dtype), True, z, z
+    U, V = L
+    z = _NO_FACTOR.astype(dtype)
+    return z, False, np.ascontiguousarray(U, dtype=dtype), np.ascontiguousarray(V.T, dtype=dtype)
+
+
+def keep_all(shape: tuple[int, int], dtype) -> tuple[np.ndarray, ...]:
+    """Thresholds under which every entry passes (``T_alpha`` is the identity)."""
+    m, n = shape
+    return (
+        np.full(m, -1.0, dtype=dtype),
+        np.full(m, n, dtype=np.int64),
+        np.full(n, -1.0, dtype=dtype),
+        np.full(n, m, dtype=np.int64),
+    )
+
+
 # --- dispatch ----------------------------------------------------------------------------
 
 
-def gradient_step(S, Sp, L, Lp, A, mask, a, b, h, k_row, scratch=None, row_guess=None):
-    """Write ``W_s`` over ``Sp`` and ``W_l`` over ``Lp``; see the module docstring.
+def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_guess=None):
+    """Finish iteration k and take the gradient step of k + 1; see the module docstring.
 
-    ``row_guess`` (numba path): a guess of the row thresholds (the previous iteration's);
-    it only speeds up the selection, the result is exact whatever it is.
+    Parameters
+    ----------
+    W, Sp, Wl, A : (m, n) ndarray
+        ``W_s`` of iteration k (becomes ``S_k``), ``S_{k-1}`` (becomes the new ``W_s``),
+        the buffer of ``W_l`` and the data.
+    mask : (m, n) bool ndarray or None
+        Observation mask.
+    thr : tuple of ndarray
+        Row and column thresholds of ``T_alpha`` on ``W`` (:func:`keep_all` for none).
+    L, Lp : tuple of ndarray, or ndarray
+        ``L_k`` and ``L_{k-1}``: factors ``(U, V)`` (``L = U V^T``), or dense m x n arrays
+        (an explicit start; they are only read).
+    a, b, h : float
+        Inertia and half step ``gamma / 2``.
+    k_row : int
+        Entries per row of ``T_alpha`` (for the row thresholds of the new ``W_s``).
+    block : (n, p) ndarray, optional
+        Warm block of the rank-r projection: the product ``W_l V`` is returned.
+    row_guess : ndarray, optional
+        Guess of the row thresholds (speeds up their selection; the result is exact).
 
     Returns
     -------
-    row thresholds or None
-        ``(row_thr, row_cut)`` of ``T_alpha`` on ``W_s`` from the numba path (None from
-        the numpy path, which needs ``scratch``, an m x n buffer).
+    sq : dict
+        Squared norms ``dS`` (``S_k - S_{k-1}``), ``dL``, ``S`` (``S_{k-1}``), ``L``
+        (``L_{k-1}``) and ``E`` (``P_Omega(A - L_k - S_k)``).
+    Y : (m, p) ndarray or None
+        ``W_l V`` when ``block`` is given.
+    rows : tuple of ndarray or None
+        Row thresholds of ``T_alpha`` on the new ``W_s`` (numba path; None on numpy's).
     """
-    if _USE:
-        m = S.shape[0]
-        rt = np.empty(m, dtype=S.dtype)
-        rc = np.empty(m, dtype=np.int64)
-        has = mask is not None
-        _k("gradient_step", S.size)(
-            S,
-            Sp,
-            L,
-            Lp,
-            A,
-            mask if has else _NO_MASK,
-            has,
-            a,
-            b,
-            h,
-            k_row,
-            _pivots(row_guess, m, S.dtype),
-            rt,
-            rc,
-        )
-        return rt, rc
-    _np_gradient_step(S, Sp, L, Lp, A, mask, a, b, h, scratch)
-    return None
+    m, n = W.shape
+    dtype = W.dtype
+    VwT = (
+        np.zeros((0, n), dtype=dtype)
+        if block is None
+        else np.ascontiguousarray(block.T, dtype=dtype)
+    )
+    if not _USE:
+        sq, Y = _np_fused(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT)
+        return sq, Y, None
+    if thr is None:
+        thr = keep_all((m, n), dtype)
+    rt, rc = np.empty(m, dtype=dtype), np.empty(m, dtype=np.int64)
+    Y = np.empty((m, VwT.shape[0]), dtype=np.float64)
+    has = mask is not None
+    ds2, dl2, s2, l2, e2 = _k("fused", W.size)(
+        W,
+        Sp,
+        Wl,
+        A,
+        mask if has else _NO_MASK,
+        has,
+        *_factors_or_dense(L, dtype),
+        *_factors_or_dense(Lp, dtype),
+        *thr,
+        dtype.type(a),
+        dtype.type(b),
+        dtype.type(h),
+        k_row,
+        *_bracket(row_guess, m, dtype),
+        VwT,
+        rt,
+        rc,
+        Y,
+    )
+    sq = {"dS": ds2, "dL": dl2, "S": s2, "L": l2, "E": e2}
+    return sq, (Y if block is not None else None), (rt, rc)
 
 
-def _pivots(guess, size, dtype):
-    """Selection pivots from threshold guesses: a little below them (-1: no guess)."""
-    if guess is None:
-        return np.full(size, -1.0, dtype=dtype)
-    return (np.asarray(guess) * PIVOT_MARGIN).astype(dtype) - dtype.type(1e-30)
-
-
-#: Pivots are the previous thresholds times this: low enough that usually at least k
-#: entries are above it, so the selection runs on about k entries instead of all.
-PIVOT_MARGIN = 0.97
-
-
-def thresholds(W, k_row, k_col, rows=None, scratch=None, col_guess=None):
+def thresholds(W, k_row, k_col, rows=None, col_guess=None):
     """Row and column thresholds of ``T_alpha``: ``(row_thr, row_cut, col_thr, col_cut)``.
 
     Entry ``(i, j)`` is among the ``k_row`` largest magnitudes of its row when
@@ -429,7 +716,7 @@ def thresholds(W, k_row, k_col, rows=None, scratch=None, col_guess=None):
     row thresholds already computed; ``col_guess`` (numba path) is a guess of the column
     thresholds that speeds up the selection without changing its result.
     """
-    m, n = W.shape
+    m = W.shape[0]
     if _USE:
         if rows is None:
             rt = np.empty(m, dtype=W.dtype)
@@ -437,34 +724,62 @@ def thresholds(W, k_row, k_col, rows=None, scratch=None, col_guess=None):
             _k("row_thresholds", W.size)(W, k_row, rt, rc)
         else:
             rt, rc = rows
-        ct = np.empty(n, dtype=W.dtype)
-        cc = np.empty(n, dtype=np.int64)
-        _k("col_thresholds", W.size)(W, k_col, _pivots(col_guess, n, W.dtype), ct, cc, 16)
-        return rt, rc, ct, cc
-    if scratch is None:
-        scratch = np.empty_like(W)
-    return _np_thresholds(W, k_row, k_col, scratch)
+        return (rt, rc, *_nb_col_thresholds(W, k_col, col_guess))
+    return _np_thresholds(W, k_row, k_col)
 
 
-def finish(Ws, S, L, Ln, A, mask, thr, scratch=None):
-    """``Ws <- T_alpha(Ws)`` in place, and the squared norms of the stopping rule.
+def _nb_col_thresholds(W, k_col, col_guess):
+    """Column thresholds and cut-offs of ``T_alpha`` (numba path)."""
+    m, n = W.shape
+    ct = np.empty(n, dtype=W.dtype)
+    cc = np.empty(n, dtype=np.int64)
+    groups = numba.config.NUMBA_NUM_THREADS if W.size >= PARALLEL_MIN_SIZE else 1
+    margin = PIVOT_MARGIN
+    if col_guess is None and m >= 64 * SAMPLE_STEP and k_col >= 8 * SAMPLE_STEP:
+        # no guess: the thresholds of every SAMPLE_STEP-th row, with a wider bracket
+        sub = np.ascontiguousarray(W[::SAMPLE_STEP])
+        col_guess = _nb_col_thresholds(sub, max(1, round(k_col * sub.shape[0] / m)), None)[0]
+        margin = SAMPLE_MARGIN
+    lo, hi = _bracket(col_guess, n, W.dtype, margin)
+    _k("col_thresholds", W.size)(W, k_col, lo, hi, ct, cc, min(groups, n))
+    return ct, cc
 
-    Returns
-    -------
-    dict
-        ``dS``, ``dL``, ``S``, ``L``, ``E``: squared Frobenius norms of ``S_new - S``,
-        ``L_new - L``, ``S``, ``L`` and ``P_Omega(A - L_new - S_new)``.
-    """
-    rt, rc, ct, cc = thr
+
+def apply_thresholds(W, thr) -> None:
+    """``W <- T_alpha(W)`` in place, from :func:`thresholds`."""
     if _USE:
+        _k("apply", W.size)(W, *thr)
+    else:
+        _np_apply(W, *thr)
+
+
+def matmul(M, V):
+    """``M @ V`` for a tall ``M`` (m x n) and a thin ``V`` (n x p), in float64."""
+    if _USE:
+        Y = np.empty((M.shape[0], V.shape[1]), dtype=np.float64)
+        _k("matmul", M.size)(M, np.ascontiguousarray(V.T, dtype=M.dtype), Y)
+        return Y
+    return (M @ V.astype(M.dtype, copy=False)).astype(np.float64)
+
+
+def t_matmul(M, Q):
+    """``M.T @ Q`` for a tall ``M`` (m x n) and a thin ``Q`` (m x p), in float64."""
+    if _USE:
+        chunks = 8 if M.size >= PARALLEL_MIN_SIZE else 1
+        out = np.empty((chunks, Q.shape[1], M.shape[1]), dtype=np.float64)
+        _k("t_matmul", M.size)(M, np.ascontiguousarray(Q, dtype=M.dtype), out)
+        return out.sum(axis=0).T
+    return (M.T @ Q.astype(M.dtype, copy=False)).astype(np.float64)
+
+
+def row_median(A, mask=None) -> np.ndarray:
+    """Median of every row of ``A`` over its observed entries (0 where none is)."""
+    if _USE:
+        out = np.empty(A.shape[0], dtype=np.float64)
         has = mask is not None
-        ds2, dl2, s2, l2, e2 = _k("finish", Ws.size)(
-            Ws, S, L, Ln, A, mask if has else _NO_MASK, has, rt, rc, ct, cc
-        )
-        return {"dS": ds2, "dL": dl2, "S": s2, "L": l2, "E": e2}
-    if scratch is None:
-        scratch = np.empty_like(Ws)
-    return _np_finish(Ws, S, L, Ln, A, mask, rt, rc, ct, cc, scratch)
+        _k("row_median", A.size)(A, mask if has else _NO_MASK, has, out)
+        return out
+    return _np_row_median(A, mask)
 
 
 def warm_up(dtype: type = np.float32) -> None:
@@ -472,8 +787,14 @@ def warm_up(dtype: type = np.float32) -> None:
     if not _USE:
         return
     z = np.zeros((4, 4), dtype=dtype)
-    S, Sp, L, Lp, A = (z.copy() for _ in range(5))
-    rows = gradient_step(S, Sp, L, Lp, A, None, 0.5, 0.5, 0.5, 1)
+    W, Sp, Wl, A = (z.copy() for _ in range(4))
+    f = (np.zeros((4, 1), dtype=dtype), np.zeros((4, 1), dtype=dtype))
+    _, Y, rows = fused_step(W, Sp, Wl, A, None, None, f, f, 0.5, 0.5, 0.5, 1, block=f[1])
     thr = thresholds(Sp, 1, 1, rows=rows)
     thresholds(Sp, 1, 1)
-    finish(Sp, S, L, Lp, A, None, thr)
+    apply_thresholds(W, thr)
+    t_matmul(Wl, Y)
+    matmul(Wl, f[1])
+    row_median(A)
+    fused_step(W, Sp, Wl, A, np.ones((4, 4), dtype=bool), thr, A, A, 0.5, 0.5, 0.5, 1)
+    row_median(A, np.ones((4, 4), dtype=bool))

@@ -96,7 +96,6 @@ class SolverResult:
         return self.residuals[-1] if self.residuals else float("nan")
 
 
-@dataclass
 class Iterate:
     """The state handed to a solver's ``callback`` after each iteration.
 
@@ -104,19 +103,43 @@ class Iterate:
     ----------
     iteration : int
         1-based iteration number.
-    L, S : ndarray
-        Current iterates (views: copy them to keep them).
+    L : ndarray
+        Current low-rank iterate (formed on first access when the solver keeps it in
+        factored form; a view or a new array: copy it to keep it).
+    S : ndarray
+        Current sparse iterate (a view: copy it to keep it).
     residual : float
         Relative residual after this iteration.
     change : float
         Relative change of ``[S; L]`` in this iteration.
     """
 
-    iteration: int
-    L: np.ndarray
-    S: np.ndarray
-    residual: float
-    change: float
+    def __init__(
+        self,
+        iteration: int,
+        L: np.ndarray | tuple[np.ndarray, np.ndarray],
+        S: np.ndarray,
+        residual: float,
+        change: float,
+    ) -> None:
+        self.iteration = iteration
+        self._L = L
+        self.S = S
+        self.residual = residual
+        self.change = change
+
+    @property
+    def L(self) -> np.ndarray:
+        if isinstance(self._L, tuple):
+            U, V = self._L
+            self._L = U @ V.T
+        return self._L
+
+    def __repr__(self) -> str:
+        return (
+            f"Iterate(iteration={self.iteration}, residual={self.residual:.3g}, "
+            f"change={self.change:.3g})"
+        )
 
 
 def sparse_counts(shape: tuple[int, int], sparsity: float) -> tuple[int, int]:
@@ -179,19 +202,12 @@ def project_sparse(M: np.ndarray, sparsity: float, *, out: np.ndarray | None = N
     if M.ndim != 2:
         raise InputError(f"project_sparse needs a 2-D matrix, got shape {M.shape}")
     k_row, k_col = sparse_counts(M.shape, sparsity)
-    src = np.ascontiguousarray(M)
-    thr = _kernels.thresholds(src, k_row, k_col)
-    rt, rc, ct, cc = thr
-    absM = np.abs(src)
-    idx_c = np.arange(M.shape[1])
-    idx_r = np.arange(M.shape[0])
-    keep = (absM > rt[:, None]) | ((absM == rt[:, None]) & (idx_c[None, :] <= rc[:, None]))
-    keep &= (absM > ct[None, :]) | ((absM == ct[None, :]) & (idx_r[:, None] <= cc[None, :]))
-    del absM
-    if out is None:
-        return np.where(keep, M, 0).astype(M.dtype, copy=False)
-    np.multiply(M, keep, out=out)
-    return out
+    res = np.array(M, dtype=M.dtype, order="C") if out is None else out
+    if res is not M:
+        res[...] = M
+    thr = _kernels.thresholds(res, k_row, k_col)
+    _kernels.apply_thresholds(res, thr)
+    return res
 
 
 class RankProjector:
@@ -266,26 +282,72 @@ class RankProjector:
         Vr = V[:, :r].astype(T.dtype)
         return T @ Vr, s[:r], V
 
-    def __call__(self, M: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
-        """Return the best rank-r approximation of ``M`` (into ``out`` when given)."""
-        m, n = M.shape
+    def _shape(self, shape: tuple[int, int]) -> tuple[int, int, int, bool]:
+        """``(r, k, p, sweeping)`` for an m x n matrix: rank, short side, block width."""
+        m, n = shape
         r = min(self.rank, m, n)
+        k = min(m, n)
+        p = min(k, r + self.oversample)
+        return r, k, p, p < k and k > 2 * p and self.max_sweeps > 0
+
+    def block(self, shape: tuple[int, int]) -> np.ndarray | None:
+        """The n x p block ``V`` that the next call on a tall m x n matrix multiplies first.
+
+        The solver computes ``M V`` in the same pass that writes ``M`` and hands it to
+        :meth:`factorize` as ``MV``. None when the next call will not use a block (wide
+        matrices, the Gram path).
+        """
+        _, k, p, sweeping = self._shape(shape)
+        if shape[0] < shape[1] or not sweeping:
+            return None
+        if self._V is None or self._V.shape != (k, p):
+            rng = np.random.default_rng(self.seed)
+            self._V = np.linalg.qr(rng.standard_normal((k, p)))[0]
+        return self._V
+
+    def factorize(
+        self, M: np.ndarray, MV: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Factors ``(U, V)`` of the best rank-r approximation ``U @ V.T`` of ``M``.
+
+        Parameters
+        ----------
+        M : (m, n) ndarray
+            Matrix to project.
+        MV : (m, p) ndarray, optional
+            ``M @ self.block(M.shape)``, already computed (tall ``M`` only).
+
+        Returns
+        -------
+        U : (m, r) ndarray
+        V : (n, r) ndarray
+            Of ``M``'s dtype; ``V`` has orthonormal columns.
+        """
+        m, n = M.shape
         tall = m >= n
         T = M if tall else M.T  # tall view, no copy
-        k = T.shape[1]
-        p = min(k, r + self.oversample)
+        r, k, p, sweeping = self._shape(M.shape)
         eps = max(self.subspace_tol, 50 * float(np.finfo(T.dtype).eps))
+        fast = T.flags.c_contiguous  # the kernels stream along rows
         self.sweeps = 0
         P = Vr = None
-        if p < k and min(m, n) > 2 * p:
-            V = self._V
+        if sweeping:
+            V = self.block(M.shape) if tall else self._V
             if V is None or V.shape != (k, p):
                 rng = np.random.default_rng(self.seed)
                 V = np.linalg.qr(rng.standard_normal((k, p)))[0]
             for sweep in range(1, self.max_sweeps + 1):
-                Y = T @ V.astype(T.dtype, copy=False)  # one pass over M
-                Q = np.linalg.qr(Y.astype(np.float64, copy=False))[0]
-                Z = T.T @ Q.astype(T.dtype, copy=False)  # one pass over M; Z = B^T
+                if sweep == 1 and MV is not None and tall:
+                    Y = MV
+                elif fast:
+                    Y = _kernels.matmul(T, V)  # one pass over M
+                else:
+                    Y = T @ V.astype(T.dtype, copy=False)
+                Q = _orthonormal_columns(Y)
+                if fast:
+                    Z = _kernels.t_matmul(T, Q)  # one pass over M; Z = B^T
+                else:
+                    Z = T.T @ Q.astype(T.dtype, copy=False)
                 Ub, s, Vbt = np.linalg.svd(Z.T.astype(np.float64, copy=False), full_matrices=False)
                 Vnew = Vbt.T  # k x p, orthonormal, descending
                 # sine of the angle between the old and new top-r right subspaces
@@ -293,35 +355,53 @@ class RankProjector:
                 D = Vnew[:, :r] - Vo @ (Vo.T @ Vnew[:, :r])
                 moved = float(np.linalg.norm(D, 2))
                 V = Vnew
-                if moved <= eps:
+                if moved <= eps or (sweep == self.max_sweeps and self.accept_unconverged):
+                    # converged, or the Ritz approximation of the last sweep (warm
+                    # started: one sweep tracks a slowly moving subspace, see best_pair's
+                    # ``sweeps``)
                     self.sweeps = sweep
                     P = (Q @ (Ub[:, :r] * s[:r])).astype(T.dtype)
                     Vr = Vnew[:, :r].astype(T.dtype)
                     self.singular_values = s[:r]
                     break
-            if P is None and self.accept_unconverged:
-                # the Ritz approximation of the last sweep (warm started: one sweep
-                # tracks a slowly moving subspace, see best_pair's ``sweeps``)
-                self.sweeps = self.max_sweeps
-                P = (Q @ (Ub[:, :r] * s[:r])).astype(T.dtype)
-                Vr = V[:, :r].astype(T.dtype)
-                self.singular_values = s[:r]
             self._V = V
             self.total_sweeps += self.sweeps if P is not None else self.max_sweeps
         if P is None:
-            if p < k and min(m, n) > 2 * p and self.max_sweeps > 0:
+            if sweeping:
                 self.fallbacks += 1
             P, s, Vfull = self._gram(T, r)
             self.singular_values = s
             Vr = Vfull[:, :r].astype(T.dtype)
             if p < k:
                 self._V = Vfull[:, :p].copy()
-        # L = P Vr^T (tall) or its transpose
         self.factors = (P, Vr) if tall else (Vr, P)
-        if tall:
-            return np.matmul(P, Vr.T, out=out)
-        res_T = None if out is None else out.T
-        return np.matmul(P, Vr.T, out=res_T).T if out is not None else (P @ Vr.T).T
+        return self.factors
+
+    def __call__(self, M: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Return the best rank-r approximation of ``M`` (into ``out`` when given)."""
+        U, V = self.factorize(M)
+        return np.matmul(U, V.T, out=out)
+
+
+def _orthonormal_columns(Y: np.ndarray) -> np.ndarray:
+    """Orthonormal basis (float64) of the columns of a tall ``Y``, by Cholesky QR twice.
+
+    Two Cholesky QR passes are as accurate as Householder QR when ``Y`` is not close to
+    rank deficient, and several times faster on tall-skinny matrices (a p x p Gram matrix
+    and one m x p product each); Householder QR takes over otherwise.
+    """
+    Q = np.asarray(Y, dtype=np.float64)
+    for _ in range(2):
+        G = Q.T @ Q
+        try:
+            R = np.linalg.cholesky(G).T
+        except np.linalg.LinAlgError:
+            return np.linalg.qr(Q)[0]
+        d = np.abs(np.diag(R))
+        if not np.all(np.isfinite(R)) or d.min() <= 1e-6 * d.max():
+            return np.linalg.qr(Q)[0]
+        Q = Q @ np.linalg.inv(R)
+    return Q
 
 
 def project_rank(M: np.ndarray, rank: int) -> np.ndarray:
@@ -436,24 +516,46 @@ def initial_point(
     -------
     L0, S0 : (m, n) ndarray
     """
-    if init == "zeros":
-        return np.zeros_like(A), np.zeros_like(A)
+    A = np.ascontiguousarray(A)
+    S0 = np.empty_like(A)
+    U, V = _start(A, rank, sparsity, init, None if mask is None else np.asarray(mask), S0)
+    return (U @ V.T).astype(A.dtype, copy=False), S0
+
+
+def _start(
+    A: np.ndarray,
+    rank: int,
+    sparsity: float,
+    init: str,
+    mask: np.ndarray | None,
+    S0: np.ndarray,
+    scratch: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Write ``S0`` of :func:`initial_point` into ``S0``; return the factors of ``L0``.
+
+    ``scratch`` (an m x n buffer, optional) holds ``A - S0`` for the rank-r projection.
+    """
+    m, n = A.shape
     if init not in INITS:
         raise InputError(f"init ({init!r}) must be one of: {', '.join(INITS)}")
-    if mask is None:
-        med = np.median(A, axis=1, keepdims=True).astype(A.dtype)
-        filled = A
-    else:
-        med = np.nanmedian(np.where(mask, A, np.nan), axis=1, keepdims=True)
-        med = np.nan_to_num(med).astype(A.dtype)
-        filled = np.where(mask, A, med)
+    if init == "zeros":
+        S0[...] = 0
+        return np.zeros((m, 1), dtype=A.dtype), np.zeros((n, 1), dtype=A.dtype)
+    med = _kernels.row_median(A, mask).astype(A.dtype)[:, None]
     if init == "median":
-        return np.repeat(med, A.shape[1], axis=1), np.zeros_like(A)
-    S0 = project_sparse(filled - med, sparsity)
+        S0[...] = 0
+        return med, np.ones((n, 1), dtype=A.dtype)
+    # S0 = T_alpha(filled - med), filled = A on observed entries and med elsewhere
+    np.subtract(A, med, out=S0)
     if mask is not None:
-        S0[~mask] = 0
-    L0 = RankProjector(rank, max_sweeps=0)(filled - S0)  # exact (Gram matrix), once
-    return L0, S0
+        np.multiply(S0, mask, out=S0)
+    k_row, k_col = sparse_counts(A.shape, sparsity)
+    _kernels.apply_thresholds(S0, _kernels.thresholds(S0, k_row, k_col))
+    # L0 = H_r(filled - S0), exact (Gram matrix), once
+    T = np.subtract(A, S0, out=scratch)
+    if mask is not None:
+        np.copyto(T, np.broadcast_to(med, T.shape), where=~mask)
+    return RankProjector(rank, max_sweeps=0).factorize(T)
 
 
 def best_pair(
@@ -581,83 +683,104 @@ def _best_pair(
     max_iter: int,
     tol: float,
     init: str,
-    L0: np.ndarray | None,
+    L0: np.ndarray | tuple[np.ndarray, np.ndarray] | None,
     S0: np.ndarray | None,
     callback: Callable[[Iterate], None] | None,
     method: str,
     t0: float,
     sweeps: int = 0,
 ) -> SolverResult:
-    """The iteration of :func:`best_pair` on checked arguments."""
-    dtype = A.dtype
-    if L0 is None and S0 is None:
-        L, S = initial_point(A, rank, sparsity, init=init, mask=mask)
-    else:
-        L = np.zeros_like(A) if L0 is None else np.array(L0, dtype=dtype, order="C")
-        S = np.zeros_like(A) if S0 is None else np.array(S0, dtype=dtype, order="C")
+    """The iteration of :func:`best_pair` on checked arguments.
+
+    Four m x n buffers: ``A``, ``W`` (the last ``W_s``), ``Sp`` (the previous ``S``) and
+    ``Wl`` (the last ``W_l``); ``L`` is kept as factors ``(U, V)``. Each iteration is one
+    rank-r projection of ``Wl`` (its first product ``Wl V`` comes from the fused pass), the
+    column thresholds of ``W`` (one read) and one fused pass that applies ``T_alpha`` to
+    ``W``, measures the iterate and takes the next gradient step (see
+    :mod:`bpvideo._kernels`). The pass that measures iterate k has already taken the step
+    of k + 1; when k is the last, that step is simply not used.
+    """
     A = np.ascontiguousarray(A)
-    L = np.ascontiguousarray(L)
-    S = np.ascontiguousarray(S)
-    # Four m x n buffers (S, L and their previous values) plus A: the gradient step
-    # overwrites S_prev with W_s and L_prev with W_l, H_r and T_alpha work in place there,
-    # and the buffers swap roles. The numpy path needs one more scratch buffer.
-    L_prev, S_prev = L.copy(), S.copy()
-    scratch = None if _kernels.use_numba() else np.empty_like(A)
+    m, n = A.shape
+    dtype = A.dtype
+    if mask is not None:
+        mask = np.ascontiguousarray(mask)
+    k_row, k_col = sparse_counts(A.shape, sparsity)
+    W = np.empty_like(A)
+    Wl = np.empty_like(A)
+    L_k: np.ndarray | tuple[np.ndarray, np.ndarray]
+    if L0 is None and S0 is None:
+        L_k = _start(A, rank, sparsity, init, mask, W, scratch=Wl)
+    else:
+        W[...] = 0 if S0 is None else S0
+        if L0 is None:
+            L_k = (np.zeros((m, 1), dtype=dtype), np.zeros((n, 1), dtype=dtype))
+        elif isinstance(L0, tuple):
+            L_k = tuple(np.asarray(f, dtype=dtype) for f in L0)
+        else:
+            L_k = np.array(L0, dtype=dtype, order="C")  # dense: kept for two passes
+    Sp = W.copy()
     if mask is None:
         norm_A = float(np.linalg.norm(A))
     else:
-        mask = np.ascontiguousarray(mask)
         norm_A = math.sqrt(float(np.einsum("ij,ij->", A, A * mask, dtype=np.float64)))
     norm_A = norm_A or 1.0
-    k_row, k_col = sparse_counts(A.shape, sparsity)
     projector = RankProjector(rank, subspace_tol=1e-2 * tol)
+    h = gamma / 2.0
+
+    # Y_{-1} = Y_0: the first step has no inertia. W keeps S_0 (nothing is thresholded).
+    block = projector.block(A.shape)
+    _, Y, rows = _kernels.fused_step(
+        W, Sp, Wl, A, mask, None, L_k, L_k, float(a), float(b), h, k_row, block=block
+    )
+    W, Sp = Sp, W  # W: W_s of step 1, Sp: S_0
 
     residuals: list[float] = []
     changes: list[float] = []
     converged = False
     k = 0
-    thr = None  # the previous thresholds of T_alpha: pivots of the next selections
+    thr = None
     for k in range(1, max_iter + 1):
-        # Gradient step, in place: S_prev <- W_s = Sa - gamma/2 R, L_prev <- W_l.
-        rows = _kernels.gradient_step(
-            S,
-            S_prev,
-            L,
-            L_prev,
-            A,
-            mask,
-            float(a),
-            float(b),
-            gamma / 2.0,
-            k_row,
-            scratch,
-            row_guess=None if thr is None else thr[0],
-        )
-        W_s, W_l = S_prev, L_prev
         if sweeps and k > SWEEP_WARMUP:
             projector.max_sweeps, projector.accept_unconverged = sweeps, True
-        projector(W_l, out=W_l)  # L_new = H_r(W_l), in place
+        L_new = projector.factorize(Wl, MV=Y)  # L_k = H_r(W_l)
         thr = _kernels.thresholds(
-            W_s,
-            k_row,
-            k_col,
-            rows=rows,
-            scratch=scratch,
-            col_guess=None if thr is None else thr[2],
+            W, k_row, k_col, rows=rows, col_guess=None if thr is None else thr[2]
         )
-        sq = _kernels.finish(W_s, S, L, W_l, A, mask, thr, scratch)  # S_new = T_alpha(W_s)
+        block = projector.block(A.shape)
+        # S_k = T_alpha(W) over W; the step of k + 1 over Sp and Wl
+        sq, Y, rows = _kernels.fused_step(
+            W,
+            Sp,
+            Wl,
+            A,
+            mask,
+            thr,
+            L_new,
+            L_k,
+            float(a),
+            float(b),
+            h,
+            k_row,
+            block=block,
+            row_guess=thr[0],
+        )
+        W, Sp = Sp, W  # W: the next W_s, Sp: S_k
+        L_k = L_new
         norm_Y = math.sqrt(sq["S"] + sq["L"])
         change = math.sqrt(sq["dS"] + sq["dL"]) / norm_Y if norm_Y > 0 else math.inf
         residual = math.sqrt(sq["E"]) / norm_A
         residuals.append(residual)
         changes.append(change)
-        S_prev, L_prev, S, L = S, L, W_s, W_l
         if callback is not None:
-            callback(Iterate(k, L, S, residual, change))
+            callback(Iterate(k, L_k, Sp, residual, change))
         if change < tol or residual < tol:
             converged = True
             break
-    del S_prev, L_prev, scratch
+    del W, Y
+    S = Sp
+    U, V = L_k
+    L = np.matmul(U, V.T, out=Wl)
 
     if not converged:
         warnings.warn(
@@ -675,7 +798,7 @@ def _best_pair(
         changes=changes,
         method=method,
         seconds=time.perf_counter() - t0,
-        factors=projector.factors,
+        factors=(U, V),
     )
 
 

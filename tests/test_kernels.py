@@ -32,18 +32,71 @@ def reference_step(S, Sp, L, Lp, A, mask, a, b, h):
 
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize(("a", "b"), [(0.5, 0.5), (0.3, 0.7), (0.0, 0.0)])
-def test_gradient_step_matches_reference(path: bool, masked: bool, a: float, b: float) -> None:
+@pytest.mark.parametrize("dense", [False, True])
+def test_fused_step_matches_reference(
+    path: bool, masked: bool, a: float, b: float, dense: bool
+) -> None:
     rng = np.random.default_rng(0)
-    S, Sp, L, Lp, A = (rng.standard_normal((40, 30)) for _ in range(5))
-    mask = rng.random((40, 30)) < 0.7 if masked else None
+    m, n, r = 40, 30, 2
+    W, Sp, A = (rng.standard_normal((m, n)) for _ in range(3))
+    U, V, Up, Vp = (rng.standard_normal((d, r)) for d in (m, n, m, n))
+    L, Lp = U @ V.T, Up @ Vp.T
+    mask = rng.random((m, n)) < 0.7 if masked else None
+    k_row, k_col = sparse_counts(W.shape, 0.2)
+    thr = _kernels.thresholds(W, k_row, k_col)
+    S = project_sparse(W, 0.2)  # T_alpha(W)
     want_s, want_l = reference_step(S, Sp, L, Lp, A, mask, a, b, 0.55)
-    Sp2, Lp2 = Sp.copy(), Lp.copy()
-    k_row, _ = sparse_counts(S.shape, 0.1)
-    rows = _kernels.gradient_step(S, Sp2, L, Lp2, A, mask, a, b, 0.55, k_row, np.empty_like(S))
-    assert np.allclose(Sp2, want_s, atol=1e-12) and np.allclose(Lp2, want_l, atol=1e-12)
+    block = np.linalg.qr(rng.standard_normal((n, 5)))[0]
+    W2, Sp2, Wl = W.copy(), Sp.copy(), np.empty_like(W)
+    factors = (L, Lp) if dense else ((U, V), (Up, Vp))
+    sq, Y, rows = _kernels.fused_step(
+        W2, Sp2, Wl, A, mask, thr, *factors, a, b, 0.55, k_row, block=block
+    )
+    assert np.array_equal(W2, S)  # S_k written over W
+    np.testing.assert_allclose(Sp2, want_s, atol=1e-12)
+    np.testing.assert_allclose(Wl, want_l, atol=1e-12)
+    np.testing.assert_allclose(Y, want_l @ block, atol=1e-10)
+    E = (A - L - S) if mask is None else (A - L - S) * mask
+    want = {"dS": S - Sp, "dL": L - Lp, "S": Sp, "L": Lp, "E": E}
+    for key, X in want.items():
+        assert sq[key] == pytest.approx(float(np.sum(X * X)), rel=1e-10)
     if rows is not None:  # numba: row thresholds are the k-th largest magnitudes
-        want = -np.sort(-np.abs(Sp2), axis=1)[:, k_row - 1]
-        assert np.array_equal(rows[0], want)
+        want_t = -np.sort(-np.abs(Sp2), axis=1)[:, k_row - 1]
+        assert np.array_equal(rows[0], want_t)
+
+
+@pytest.mark.parametrize("guess", [None, "good", "bad"])
+def test_thresholds_exact_whatever_the_guess(path: bool, guess: str | None) -> None:
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((1200, 50)).astype(np.float32)
+    k_row, k_col = 5, 120
+    want = -np.sort(-np.abs(M), axis=0)[k_col - 1]
+    col_guess = {None: None, "good": want * 1.01, "bad": want * 5}[guess]
+    thr = _kernels.thresholds(M, k_row, k_col, col_guess=col_guess)
+    assert np.array_equal(thr[2], want)
+    assert np.array_equal(thr[0], -np.sort(-np.abs(M), axis=1)[:, k_row - 1])
+
+
+def test_row_median_matches_numpy(path: bool) -> None:
+    rng = np.random.default_rng(4)
+    A = rng.integers(0, 9, size=(70, 31)).astype(np.float32)  # ties
+    np.testing.assert_array_equal(_kernels.row_median(A), np.median(A, axis=1))
+    B = A[:, :30]  # even count: mean of the two middle values
+    B = np.ascontiguousarray(B)
+    np.testing.assert_array_equal(_kernels.row_median(B), np.median(B, axis=1))
+    mask = rng.random(A.shape) < 0.6
+    mask[0] = False  # no observed entry: 0
+    want = np.array([np.median(a[k]) if k.any() else 0.0 for a, k in zip(A, mask, strict=True)])
+    np.testing.assert_array_equal(_kernels.row_median(A, mask), want)
+
+
+def test_products(path: bool) -> None:
+    rng = np.random.default_rng(5)
+    M = rng.standard_normal((500, 40))
+    V = rng.standard_normal((40, 6))
+    Q = rng.standard_normal((500, 6))
+    np.testing.assert_allclose(_kernels.matmul(M, V), M @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_kernels.t_matmul(M, Q), M.T @ Q, rtol=1e-12, atol=1e-10)
 
 
 def test_projection_same_on_both_paths_with_ties() -> None:
