@@ -11,6 +11,7 @@ import glob
 import itertools
 import logging
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -52,6 +53,7 @@ from bpvideo.writer import (
     encode_png,
     write_json,
     write_masks,
+    write_streams,
 )
 
 __all__ = [
@@ -279,7 +281,11 @@ def _window_video(
     else:
         planes = stack
     n = planes.shape[0]
-    data = np.ascontiguousarray(planes.reshape(n, -1).T, dtype=np.float32)
+    flat = planes.reshape(n, -1)
+    if max(flat.shape) < 2**31:  # transpose the uint8 frames (OpenCV), then convert
+        data = cv2.transpose(flat).astype(np.float32)
+    else:  # pragma: no cover
+        data = np.ascontiguousarray(flat.T, dtype=np.float32)
     return Video(
         data=data,
         frames=stack,
@@ -664,6 +670,26 @@ def _windows(
             yield used + chunk, len(used)
 
 
+class _WarmUp(threading.Thread):
+    """:func:`bpvideo._kernels.warm_up` in a daemon thread; :meth:`join` re-raises."""
+
+    def __init__(self) -> None:
+        super().__init__(name="bpvideo-warm-up", daemon=True)
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            _kernels.warm_up()
+        except Exception as exc:  # pragma: no cover - handed to the main thread
+            self.error = exc
+
+    def join(self, timeout: float | None = None) -> None:
+        super().join(timeout)
+        if self.error is not None:  # pragma: no cover
+            raise self.error
+
+
 class _Still:
     """Background frames kept for the ``background.png`` median (uniformly decimated)."""
 
@@ -799,10 +825,11 @@ def _run_windows(
     t_read: float,
     t_start: float,
 ) -> dict[str, Any]:
-    if settings.method in ("bestpair", "ncf"):
-        # load the compiled kernels now, not while solving: an interrupt that arrives
-        # while numba reads its cache is printed as a traceback from a ctypes callback
-        _kernels.warm_up()
+    # Load the compiled kernels while the frames are read (ffmpeg decodes in its own
+    # process), not while solving; in a thread, which signals never interrupt (an
+    # interrupt that arrives while numba reads its cache is printed as a traceback from a
+    # ctypes callback when it lands there).
+    warm = _WarmUp() if settings.method in ("bestpair", "ncf") else None
     name = source.name
     ext = "mkv" if settings.lossless else "mp4"
     fps = source.fps
@@ -823,6 +850,10 @@ def _run_windows(
         fg_stream = VideoStream(outdir.stage(f"foreground.{ext}"), fps, lossless=settings.lossless)
         sink = RawMaskSink(masks_to) if masks_to else None
         try:
+            # ffmpeg loads while the frames are read and solved
+            size = (source.height, source.width)
+            bg_stream.open(size if settings.gray else (*size, 3))
+            fg_stream.open((*size, 3))
             chunks = _windows(
                 source.frames, window, settings.overlap, whole_max, 2 * settings.rank + 2
             )
@@ -869,6 +900,9 @@ def _run_windows(
                     )
 
                 t = time.perf_counter()
+                if warm is not None:
+                    warm.join()
+                    warm = None
                 result, L, S, detail = solve_window(
                     video,
                     settings,
@@ -901,8 +935,7 @@ def _run_windows(
                 masks = fg.masks[new]
                 background = columns_to_frames(L[:, new], video.frame_shape)
                 foreground = np.where(masks[..., None], video.frames[new], np.uint8(0))
-                bg_stream.write(background)
-                fg_stream.write(foreground)
+                write_streams([(bg_stream, background), (fg_stream, foreground)])
                 if shown is not None:
                     shown.add(len(numbers), video.frames[new], background, foreground, masks)
                 write_masks(outdir.stage("masks"), masks, first=len(numbers) + 1)
