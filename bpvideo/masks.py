@@ -16,6 +16,7 @@ then removal of connected blobs smaller than ``min_area`` pixels.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -28,7 +29,8 @@ __all__ = ["MaskResult", "clean_mask", "foreground_masks", "noise_level"]
 #: Smallest automatic threshold, in grey levels: below this, compression noise dominates.
 MIN_AUTO_THRESHOLD = 6.0
 _NOISE_SAMPLE = 1_000_000
-_ROW_BLOCK = 65536
+#: float32 entries of |A - L| computed at a time (a temporary that stays in cache).
+_BLOCK = 1 << 21
 
 
 @dataclass
@@ -55,32 +57,39 @@ def noise_level(
 ) -> float:
     """Robust standard deviation of the residual ``A - L``: 1.4826 x MAD.
 
-    Estimated on a random sample of at most one million observed entries.
+    Estimated on a sample of at most one million observed entries: every ``k``-th entry
+    in memory order from an offset set by ``seed``, with ``k`` coprime to the number of
+    columns, so that the sample spreads over every column and row (a strided view: no
+    random gather).
 
     Parameters
     ----------
-    A, L : (m, n) ndarray
-        Data and background.
-    observed : (m, n) bool ndarray, optional
-        Observation mask; unobserved entries are left out.
+    A, L : ndarray
+        Data and background, of the same shape.
+    observed : bool ndarray, optional
+        Observation mask of that shape; unobserved entries are left out.
     seed : int
-        Seed of the sample.
+        Chooses the offset of the sample.
 
     Returns
     -------
     float
     """
     size = A.size
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, size, min(size, _NOISE_SAMPLE)) if size > _NOISE_SAMPLE else None
-    a, l_ = (A.reshape(-1), L.reshape(-1)) if index is None else (A.flat[index], L.flat[index])
-    e = (a - l_).astype(np.float64)
+    k = max(1, -(-size // _NOISE_SAMPLE))
+    cols = A.shape[-1] if A.ndim > 1 else 1
+    while k > 1 and math.gcd(k, cols) != 1:
+        k += 1
+    offset = seed % k
+    a = A.reshape(-1)[offset::k]
+    e = np.subtract(a, L.reshape(-1)[offset::k], dtype=np.float32)
     if observed is not None:
-        keep = observed.reshape(-1) if index is None else observed.flat[index]
-        e = e[keep]
+        e = e[observed.reshape(-1)[offset::k]]
     if e.size == 0:
         return 0.0
-    return float(1.4826 * np.median(np.abs(e - np.median(e))))
+    e -= np.median(e)
+    np.abs(e, out=e)
+    return float(1.4826 * np.median(e))
 
 
 def _disk(radius: int) -> np.ndarray:
@@ -88,7 +97,12 @@ def _disk(radius: int) -> np.ndarray:
 
 
 def clean_mask(
-    mask: np.ndarray, *, open_radius: int = 0, close_radius: int = 0, min_area: int = 0
+    mask: np.ndarray,
+    *,
+    open_radius: int = 0,
+    close_radius: int = 0,
+    min_area: int = 0,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Open, close, and drop small blobs of one binary mask.
 
@@ -100,22 +114,32 @@ def clean_mask(
         Radii of the elliptical structuring elements (0 = skip).
     min_area : int
         Connected components (8-connected) with fewer pixels are removed (0 = keep all).
+    out : (H, W) bool ndarray, optional
+        C-contiguous destination (may be ``mask`` itself).
 
     Returns
     -------
     (H, W) bool ndarray
+        ``out`` when given.
     """
-    m = mask.astype(np.uint8)
+    m = mask.view(np.uint8) if mask.dtype == bool and mask.flags.c_contiguous else mask
+    m = m.astype(np.uint8, copy=False)
     if open_radius > 0:
         m = cv2.morphologyEx(m, cv2.MORPH_OPEN, _disk(open_radius))
     if close_radius > 0:
         m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, _disk(close_radius))
+    if out is None:
+        out = np.empty(m.shape, dtype=bool)
+    dest = out.view(np.uint8)
     if min_area > 1 and m.any():
         count, labels, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
-        small = stats[:, cv2.CC_STAT_AREA] < min_area
-        small[0] = True  # label 0 is the background
-        m = (~small[labels]).astype(np.uint8) if count > 1 else m
-    return m.astype(bool)
+        keep = stats[:, cv2.CC_STAT_AREA] >= min_area
+        keep[0] = False  # label 0 is the background
+        if count > 1 and not keep[1:].all():
+            np.take(keep.view(np.uint8), labels, out=dest)
+            return out
+    np.not_equal(m, 0, out=out)
+    return out
 
 
 def foreground_masks(
@@ -136,10 +160,10 @@ def foreground_masks(
 
     Parameters
     ----------
-    A, L : (m, n) ndarray
-        Data and background, one column per frame.
-    S : (m, n) ndarray or None
-        Sparse part (needed by the ``"support"`` rule only).
+    A, L : (m, n) or (n, *frame_shape) ndarray
+        Data and background, one column per frame, or frame by frame.
+    S : ndarray or None
+        Sparse part, of the same shape (needed by the ``"support"`` rule only).
     frame_shape : tuple of int
         ``(H, W)`` or ``(H, W, C)``: how a column maps to a frame. For colour data a pixel
         is foreground when any channel is.
@@ -149,7 +173,7 @@ def foreground_masks(
         Threshold on ``|A - L|`` in grey levels.
     threshold_k : float
         With ``threshold="auto"``: threshold = ``max(threshold_k * noise, 6)``.
-    observed : (m, n) bool ndarray, optional
+    observed : bool ndarray of A's shape, optional
         Observation mask: unobserved pixels are never foreground before the clean-up.
     open_radius, close_radius, min_area : int
         Clean-up, see :func:`clean_mask`.
@@ -158,12 +182,13 @@ def foreground_masks(
     -------
     MaskResult
     """
-    m, n = A.shape
+    frames_first = A.ndim == len(frame_shape) + 1
     if L.shape != A.shape:
         raise InputError(f"background shape {L.shape} differs from data shape {A.shape}")
+    n = A.shape[0] if frames_first else A.shape[1]
     noise: float | None = None
     value: float | None = None
-    raw = np.empty((m, n), dtype=bool)
+    raw = np.empty(A.shape, dtype=bool)
     if rule == "support":
         if S is None:
             raise InputError("the support rule needs the sparse part S: use --mask-rule residual")
@@ -174,19 +199,33 @@ def foreground_masks(
             value = max(threshold_k * noise, MIN_AUTO_THRESHOLD)
         else:
             value = float(threshold)
-        for lo in range(0, m, _ROW_BLOCK):
-            hi = min(m, lo + _ROW_BLOCK)
-            np.greater(np.abs(A[lo:hi] - L[lo:hi]), value, out=raw[lo:hi])
+        rows = max(1, _BLOCK // (A[0].size if A.ndim > 1 else 1))
+        tmp = np.empty((min(rows, len(A)), *A.shape[1:]), dtype=np.float32)
+        for lo in range(0, len(A), rows):
+            hi = min(len(A), lo + rows)
+            t = tmp[: hi - lo]
+            np.subtract(A[lo:hi], L[lo:hi], out=t)
+            np.abs(t, out=t)
+            np.greater(t, value, out=raw[lo:hi])
     else:
         raise InputError(f"mask rule ({rule!r}) must be one of: residual, support")
     if observed is not None:
         raw &= observed
-    frames = raw.T.reshape((n, *frame_shape))
+    if frames_first:
+        frames = raw
+    elif raw.ndim == 2 and max(raw.shape) < 2**31:  # one transposed copy, by OpenCV
+        frames = cv2.transpose(raw.view(np.uint8)).view(bool).reshape((n, *frame_shape))
+    else:  # pragma: no cover - more than 2**31 rows
+        frames = np.ascontiguousarray(raw.T).reshape((n, *frame_shape))
+    del raw
     if frames.ndim == 4:
         frames = frames.any(axis=3)
-    out = np.empty(frames.shape, dtype=bool)
     for j in range(n):
-        out[j] = clean_mask(
-            frames[j], open_radius=open_radius, close_radius=close_radius, min_area=min_area
+        clean_mask(
+            frames[j],
+            open_radius=open_radius,
+            close_radius=close_radius,
+            min_area=min_area,
+            out=frames[j],
         )
-    return MaskResult(masks=out, threshold=value, noise=noise)
+    return MaskResult(masks=frames, threshold=value, noise=noise)

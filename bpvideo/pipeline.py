@@ -11,6 +11,7 @@ import glob
 import itertools
 import logging
 import os
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -52,10 +53,12 @@ from bpvideo.writer import (
     encode_png,
     write_json,
     write_masks,
+    write_streams,
 )
 
 __all__ = [
     "default_output",
+    "effective_solve_scale",
     "estimate_memory",
     "expand_inputs",
     "format_output",
@@ -114,6 +117,19 @@ def _to_uint8(x: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(x), 0, 255).astype(np.uint8)
 
 
+def columns_to_frames(matrix: np.ndarray, frame_shape: tuple[int, ...]) -> np.ndarray:
+    """uint8 frames ``(k, *frame_shape)`` of an m x k matrix: rounded, saturated, transposed.
+
+    Equal to ``clip(rint(matrix), 0, 255)`` as uint8, transposed to one frame per row; done
+    by OpenCV (rounding half to even, like ``np.rint``) on uint8, not on float32 copies.
+    """
+    k = matrix.shape[1]
+    if matrix.ndim != 2 or max(matrix.shape) >= 2**31 or matrix.strides[1] != matrix.itemsize:
+        return _to_uint8(matrix.T.reshape((k, *frame_shape)))  # pragma: no cover
+    u8 = cv2.add(matrix, 0.0, dtype=cv2.CV_8U)
+    return cv2.transpose(u8).reshape((k, *frame_shape))
+
+
 # --- memory and windows ----------------------------------------------------------------
 
 #: float32 m x n matrices alive at the solver's peak (measured with tracemalloc on a
@@ -131,8 +147,9 @@ MEMORY_FRACTION = 0.6
 #: with 50, 0.894 with 100 (whole video: 0.906). Peak RSS streaming 1000 frames of
 #: 320x240 with 100: 1.23 GB.
 CARRY_FRAMES = 100
-#: Frames of the background kept for the background.png median (decimated beyond).
-STILL_FRAMES = 512
+#: Frames of the background kept for the background.png median (decimated beyond: a
+#: median over 512 frames of 320x240 took 0.16 s, over 64 of them 0.02 s).
+STILL_FRAMES = 64
 
 
 def frame_bytes(width: int, height: int, *, color: bool, masked: bool = False) -> int:
@@ -264,7 +281,11 @@ def _window_video(
     else:
         planes = stack
     n = planes.shape[0]
-    data = np.ascontiguousarray(planes.reshape(n, -1).T, dtype=np.float32)
+    flat = planes.reshape(n, -1)
+    if max(flat.shape) < 2**31:  # transpose the uint8 frames (OpenCV), then convert
+        data = cv2.transpose(flat).astype(np.float32)
+    else:  # pragma: no cover
+        data = np.ascontiguousarray(flat.T, dtype=np.float32)
     return Video(
         data=data,
         frames=stack,
@@ -275,17 +296,83 @@ def _window_video(
     )
 
 
+#: ``--solve-scale auto``: frames of at least this many pixels (after ``--scale``) are
+#: solved at :data:`AUTO_SOLVE_SCALE`, smaller ones at full resolution. Measured F-measure
+#: (``bench_end_to_end.py --quality``, scale 1 / 0.5 / 0.25): the 320x240 sequences keep
+#: their F at 1/4 (80x60: highway 0.8934 / 0.8914 / 0.8928, HighwayI 0.7313 / 0.7316 /
+#: 0.7331, IBMtest2 0.9308 / 0.9335 / 0.9367), while CaVignal (200x136) drops already at
+#: 1/2 (0.664 / 0.614 / 0.582).
+AUTO_SOLVE_PIXELS = 320 * 240
+#: ``--solve-scale auto`` for frames of at least :data:`AUTO_SOLVE_PIXELS` pixels.
+AUTO_SOLVE_SCALE = 0.25
+#: Frames sampled (evenly) for the per-pixel median whose fine detail is added back to an
+#: upsampled background.
+DETAIL_FRAMES = 64
+#: Channels per ``cv2.resize`` call (OpenCV's limit is 512).
+_RESIZE_CHANNELS = 512
+
+
+def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> float:
+    """The factor the solve runs at, for frames of ``width`` x ``height`` (after --scale).
+
+    Parameters
+    ----------
+    solve_scale : float or "auto"
+        ``--solve-scale``. A number is used as is; ``"auto"`` gives
+        :data:`AUTO_SOLVE_SCALE` for frames of at least :data:`AUTO_SOLVE_PIXELS` pixels
+        (320x240), 1 for smaller frames.
+    width, height : int
+        Frame size.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> effective_solve_scale("auto", 320, 240), effective_solve_scale("auto", 200, 136)
+    (0.25, 1.0)
+    >>> effective_solve_scale(1.0, 320, 240)
+    1.0
+    """
+    if solve_scale != "auto":
+        return float(solve_scale)
+    return AUTO_SOLVE_SCALE if width * height >= AUTO_SOLVE_PIXELS else 1.0
+
+
 def resize_columns(
     data: np.ndarray, frame_shape: tuple[int, ...], size: tuple[int, int], interpolation: int
 ) -> np.ndarray:
     """Resize every column of ``data`` (one frame of ``frame_shape``) to ``size`` (w, h).
 
+    The m x n matrix is read as one H x W image with n (x channels) channels, so that all
+    frames are resized together without transposing them (blocks of 512 channels, the
+    limit of ``cv2.resize``); each channel is resized on its own, as frame by frame.
+
     Returns the m' x n float32 matrix of the resized frames, in the same layout.
     """
+    h, w = frame_shape[:2]
     n = data.shape[1]
-    frames = data.T.reshape((n, *frame_shape))
-    out = np.stack([cv2.resize(f, size, interpolation=interpolation) for f in frames])
-    return np.ascontiguousarray(out.reshape(n, -1).T, dtype=np.float32)
+    channels = data.size // (h * w)
+    src = np.ascontiguousarray(data, dtype=np.float32).reshape(h, w, channels)
+    out = np.empty((size[1], size[0], channels), dtype=np.float32)
+    for lo in range(0, channels, _RESIZE_CHANNELS):
+        hi = min(channels, lo + _RESIZE_CHANNELS)
+        block = src if hi - lo == channels else np.ascontiguousarray(src[:, :, lo:hi])
+        res = cv2.resize(block, size, interpolation=interpolation)
+        out[:, :, lo:hi] = res.reshape(size[1], size[0], hi - lo)
+    return out.reshape(-1, n)
+
+
+def nearest_rows(small_shape: tuple[int, ...], size: tuple[int, int]) -> np.ndarray:
+    """Row index map of a nearest-neighbour upsampling of frames of ``small_shape``.
+
+    ``M[nearest_rows(small_shape, size)]`` equals
+    ``resize_columns(M, small_shape, size, cv2.INTER_NEAREST)`` for any m' x n matrix
+    ``M`` of frames of ``small_shape``: a row gather instead of one resize per frame.
+    """
+    index = np.arange(int(np.prod(small_shape)), dtype=np.float64).reshape(-1, 1)
+    return resize_columns(index, small_shape, size, cv2.INTER_NEAREST).astype(np.intp).ravel()
 
 
 def solved_video_size(frame_shape: tuple[int, ...]) -> tuple[int, int]:
@@ -298,27 +385,134 @@ def _scaled_size(frame_shape: tuple[int, ...], scale: float) -> tuple[int, int]:
     return max(2, round(w * scale)), max(2, round(h * scale))
 
 
+def median_detail(
+    data: np.ndarray, frame_shape: tuple[int, ...], small_size: tuple[int, int]
+) -> np.ndarray:
+    """Fine detail of the per-pixel median frame that a solve at ``small_size`` loses.
+
+    ``med - up(down(med))`` (``INTER_AREA`` down, ``INTER_LINEAR`` up), where ``med`` is
+    the per-pixel median of at most :data:`DETAIL_FRAMES` evenly spaced columns of
+    ``data`` (static background texture).
+
+    Returns
+    -------
+    (m, 1) float32 ndarray
+    """
+    n = data.shape[1]
+    cols = np.unique(np.linspace(0, n - 1, min(n, DETAIL_FRAMES)).round().astype(np.intp))
+    sample = data if len(cols) == n else data[:, cols]
+    med = np.median(sample, axis=1, keepdims=True).astype(np.float32)
+    small_shape = (small_size[1], small_size[0], *frame_shape[2:])
+    full_size = solved_video_size(frame_shape)
+    blur = resize_columns(
+        resize_columns(med, frame_shape, small_size, cv2.INTER_AREA),
+        small_shape,
+        full_size,
+        cv2.INTER_LINEAR,
+    )
+    med -= blur
+    return med
+
+
+def upsample_background(
+    result: SolverResult,
+    columns: slice,
+    small_shape: tuple[int, ...],
+    frame_shape: tuple[int, ...],
+    detail: np.ndarray,
+    previous_detail: np.ndarray | None = None,
+    ramp_from: int = 0,
+) -> np.ndarray:
+    """Full-resolution background of a solve on downscaled frames.
+
+    ``L = up(L_small) + detail``, ``up`` = ``INTER_LINEAR``. When the solver kept ``L``
+    in factored form (``result.factors = (U, V)``, ``L = U V^T``) only the r columns of
+    ``U`` are resized (resizing is linear): ``L = [up(U), detail] [V, 1]^T``, one product.
+
+    With ``previous_detail`` (the detail added to the previous window's last frame), the
+    detail moves linearly from it to ``detail`` across the columns written, so that the
+    background does not jump where windows meet: column ``j`` of ``k`` gets
+    ``(1 - t) previous_detail + t detail``, ``t = (j - ramp_from + 1) / (k - ramp_from)``
+    clipped to [0, 1] (the columns before ``ramp_from``, re-solved but not written, keep
+    ``previous_detail``).
+
+    Parameters
+    ----------
+    result : SolverResult
+        The solve on downscaled frames.
+    columns : slice
+        The columns of ``result.L`` wanted (a window's own frames, after carried ones).
+    small_shape, frame_shape : tuple of int
+        Frame shapes of the solve and of the output.
+    detail, previous_detail : (m, 1) ndarray
+        See :func:`median_detail`.
+    ramp_from : int
+        First column written (after the overlap with the previous window).
+
+    Returns
+    -------
+    (m, k) float32 ndarray
+    """
+    size = solved_video_size(frame_shape)
+    k = len(range(*columns.indices(result.L.shape[1])))
+    if previous_detail is None:
+        extra_u, extra_v = [detail], [np.ones((k, 1), dtype=np.float32)]
+    else:
+        j = np.arange(k, dtype=np.float32) - ramp_from + 1
+        t = np.clip(j / max(k - ramp_from, 1), 0, 1).reshape(-1, 1)
+        extra_u, extra_v = [previous_detail, detail], [1 - t, t]
+    factors = result.factors
+    if factors is not None and factors[0].shape[0] == result.L.shape[0]:
+        U, V = factors
+        U_up = resize_columns(np.asarray(U, dtype=np.float32), small_shape, size,
+                              cv2.INTER_LINEAR)  # fmt: skip
+        left = np.hstack([U_up, *extra_u])
+        right = np.hstack([np.asarray(V[columns], dtype=np.float32), *extra_v])
+        return left @ right.T
+    L = resize_columns(result.L[:, columns], small_shape, size, cv2.INTER_LINEAR)
+    for u, v in zip(extra_u, extra_v, strict=True):
+        L += u * v.T
+    return L
+
+
 def solve_window(
     video: Video,
     settings: SeparateSettings,
     carried: np.ndarray | None,
     *,
     callback: Callable[[Iterate], None] | None = None,
-) -> tuple[SolverResult, np.ndarray, np.ndarray]:
+    scale: float | None = None,
+    previous_detail: np.ndarray | None = None,
+    new_from: int = 0,
+) -> tuple[SolverResult, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Solve one window (with the previous window's background columns when ``carried``).
 
-    With ``settings.solve_scale < 1`` the solver runs on frames downscaled by that factor
-    (``cv2.INTER_AREA``); ``L`` is upsampled back (``INTER_LINEAR``) plus the fine detail
-    of the per-pixel median frame (what the downscaling removed from it), and ``S``
-    (nearest), so that masks and outputs are computed at full resolution.
+    With a solve scale < 1 the solver runs on frames downscaled by that factor
+    (``cv2.INTER_AREA``); ``L`` is upsampled back (:func:`upsample_background`: the
+    solver's factors ``INTER_LINEAR``, plus the fine detail of the per-pixel median frame,
+    :func:`median_detail`, moving from ``previous_detail`` across the window), and ``S``
+    (nearest, only for ``--mask-rule support``), so that masks and outputs are computed at
+    full resolution.
+
+    Parameters
+    ----------
+    scale : float, optional
+        Solve scale (default: :func:`effective_solve_scale` of ``settings.solve_scale``).
+    previous_detail : (m, 1) ndarray, optional
+        The detail added at the end of the previous window.
+    new_from : int
+        First frame of the window not shared with the previous window.
 
     Returns
     -------
-    result, L, S
-        The solver's result and the full-resolution ``L`` and ``S`` of the window's frames.
+    result, L, S, detail
+        The solver's result, the full-resolution ``L`` and ``S`` of the window's frames
+        (``S`` None when downscaled and not needed by the mask rule), and the detail image
+        added to ``L`` (None at full resolution).
     """
-    scale = float(settings.solve_scale)
     full_shape = tuple(video.frame_shape)
+    if scale is None:
+        scale = effective_solve_scale(settings.solve_scale, video.width, video.height)
     if scale < 1.0:
         size = _scaled_size(full_shape, scale)
         small_shape = (size[1], size[0], *full_shape[2:])
@@ -339,9 +533,9 @@ def solve_window(
             carried = resize_columns(carried, full_shape, size, cv2.INTER_AREA)
     else:
         solved_video = video
+    carry = 0
     if carried is None:
         result = solve(solved_video, settings, callback=callback)
-        L, S = result.L, result.S
     else:
         carry = carried.shape[1]
         solved = _with_carried(solved_video, carried)
@@ -350,23 +544,17 @@ def solve_window(
         )
         result = solve(solved, settings, callback=callback, L0=L0, S0=S0)
         del L0, S0, solved
-        L, S = result.L[:, carry:], result.S[:, carry:]
-    if scale < 1.0:
-        size = (full_shape[1], full_shape[0])
-        small = solved_video.frame_shape
-        L = resize_columns(L, small, size, cv2.INTER_LINEAR)
-        S = resize_columns(S, small, size, cv2.INTER_NEAREST)
-        # The fine detail that the downscaled solve cannot hold: that of the per-pixel
-        # median frame (static background texture), added back to every column of L.
-        med = np.median(video.data, axis=1, keepdims=True).astype(np.float32)
-        blur = resize_columns(
-            resize_columns(med, full_shape, solved_video_size(small), cv2.INTER_AREA),
-            small,
-            size,
-            cv2.INTER_LINEAR,
-        )
-        L += med - blur
-    return result, L, S
+    own = slice(carry, result.L.shape[1])
+    if scale >= 1.0:
+        return result, result.L[:, own], result.S[:, own], None
+    detail = median_detail(video.data, full_shape, size)
+    L = upsample_background(
+        result, own, small_shape, full_shape, detail, previous_detail, ramp_from=new_from
+    )
+    S = None
+    if settings.mask_rule == "support":
+        S = result.S[:, own][nearest_rows(small_shape, solved_video_size(full_shape))]
+    return result, L, S, detail
 
 
 def _orthonormal(M: np.ndarray) -> np.ndarray:
@@ -480,6 +668,26 @@ def _windows(
             extra = max(overlap, min_frames - len(chunk))
             used = tail[len(tail) - extra :] if extra else []
             yield used + chunk, len(used)
+
+
+class _WarmUp(threading.Thread):
+    """:func:`bpvideo._kernels.warm_up` in a daemon thread; :meth:`join` re-raises."""
+
+    def __init__(self) -> None:
+        super().__init__(name="bpvideo-warm-up", daemon=True)
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            _kernels.warm_up()
+        except Exception as exc:  # pragma: no cover - handed to the main thread
+            self.error = exc
+
+    def join(self, timeout: float | None = None) -> None:
+        super().join(timeout)
+        if self.error is not None:  # pragma: no cover
+            raise self.error
 
 
 class _Still:
@@ -617,10 +825,11 @@ def _run_windows(
     t_read: float,
     t_start: float,
 ) -> dict[str, Any]:
-    if settings.method in ("bestpair", "ncf"):
-        # load the compiled kernels now, not while solving: an interrupt that arrives
-        # while numba reads its cache is printed as a traceback from a ctypes callback
-        _kernels.warm_up()
+    # Load the compiled kernels while the frames are read (ffmpeg decodes in its own
+    # process), not while solving; in a thread, which signals never interrupt (an
+    # interrupt that arrives while numba reads its cache is printed as a traceback from a
+    # ctypes callback when it lands there).
+    warm = _WarmUp() if settings.method in ("bestpair", "ncf") else None
     name = source.name
     ext = "mkv" if settings.lossless else "mp4"
     fps = source.fps
@@ -631,6 +840,8 @@ def _run_windows(
     fg_pixels = 0
     observed = 0.0
     carried: np.ndarray | None = None
+    detail: np.ndarray | None = None
+    solve_scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
     frame_shape: tuple[int, ...] = ()
     index = 0
     shown = _PreviewFrames(source.frame_count) if settings.preview else None
@@ -639,6 +850,10 @@ def _run_windows(
         fg_stream = VideoStream(outdir.stage(f"foreground.{ext}"), fps, lossless=settings.lossless)
         sink = RawMaskSink(masks_to) if masks_to else None
         try:
+            # ffmpeg loads while the frames are read and solved
+            size = (source.height, source.width)
+            bg_stream.open(size if settings.gray else (*size, 3))
+            fg_stream.open((*size, 3))
             chunks = _windows(
                 source.frames, window, settings.overlap, whole_max, 2 * settings.rank + 2
             )
@@ -685,7 +900,18 @@ def _run_windows(
                     )
 
                 t = time.perf_counter()
-                result, L, S = solve_window(video, settings, carried, callback=callback)
+                if warm is not None:
+                    warm.join()
+                    warm = None
+                result, L, S, detail = solve_window(
+                    video,
+                    settings,
+                    carried,
+                    callback=callback,
+                    scale=solve_scale,
+                    previous_detail=detail,
+                    new_from=new_from,
+                )
                 seconds["solve"] += time.perf_counter() - t
 
                 t = time.perf_counter()
@@ -707,10 +933,9 @@ def _run_windows(
                 t = time.perf_counter()
                 new = slice(new_from, n)
                 masks = fg.masks[new]
-                background = _to_uint8(video.as_frames(L[:, new]))
+                background = columns_to_frames(L[:, new], video.frame_shape)
                 foreground = np.where(masks[..., None], video.frames[new], np.uint8(0))
-                bg_stream.write(background)
-                fg_stream.write(foreground)
+                write_streams([(bg_stream, background), (fg_stream, foreground)])
                 if shown is not None:
                     shown.add(len(numbers), video.frames[new], background, foreground, masks)
                 write_masks(outdir.stage("masks"), masks, first=len(numbers) + 1)
@@ -788,6 +1013,7 @@ def _run_windows(
             fg_pixels, observed, ext,
         )  # fmt: skip
         # A truncated video read with --allow-partial: the frames it should have had.
+        summary["solver"]["solve_scale"] = solve_scale  # settings may say "auto"
         summary["partial"] = source.partial
         summary["frames_expected"] = source.frames_expected if source.partial else len(numbers)
         if shown is not None:

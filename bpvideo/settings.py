@@ -38,9 +38,9 @@ class Spec:
 
     Attributes
     ----------
-    kind : {"int", "float", "str", "bool", "path", "threshold", "window"}
-        Value type. "threshold" is a positive float or the string "auto"; "window" is an
-        integer within the bounds or the string "auto".
+    kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window"}
+        Value type. "threshold" and "scale" are a float within the bounds or the string
+        "auto"; "window" is an integer within the bounds or the string "auto".
     help : str
         One-line help text (also the CLI help).
     low, high : float or None
@@ -112,14 +112,14 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise InputError(f"{label} must be true or false, got {value!r}")
-    if kind in ("threshold", "window") and isinstance(value, str):
+    if kind in ("threshold", "scale", "window") and isinstance(value, str):
         if value.strip().lower() == "auto":
             return "auto"
         if kind == "window":
             kind = "int"
     elif kind == "window":
         kind = "int"
-    if kind in ("int", "float", "threshold"):
+    if kind in ("int", "float", "threshold", "scale"):
         if isinstance(value, bool):
             raise InputError(f"{label} must be a number, got {value!r}")
         try:
@@ -131,7 +131,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
                 number = float(value)
         except (TypeError, ValueError):
             what = "an integer" if kind == "int" else "a number"
-            extra = " or 'auto'" if spec.kind in ("threshold", "window") else ""
+            extra = " or 'auto'" if spec.kind in ("threshold", "scale", "window") else ""
             raise InputError(f"{label} must be {what}{extra}, got {value!r}") from None
         if not math.isfinite(number):
             raise InputError(f"{label} must be finite, got {value!r}")
@@ -278,14 +278,16 @@ class SeparateSettings:
         "H_r (sweeps to convergence). 1 is an approximation, see README Performance.",
         low=0,
     )
-    solve_scale: float = option(
-        1.0,
-        "float",
+    solve_scale: float | str = option(
+        "auto",
+        "scale",
         "Solve on frames downscaled by this factor (INTER_AREA); the background is upsampled "
-        "back and masks and outputs are computed at full resolution.",
+        "back and masks and outputs are computed at full resolution. auto = 0.25 for frames of "
+        "320x240 pixels or more, else 1 (full resolution).",
         low=0,
         high=1,
         low_open=True,
+        metavar="F|auto",
     )
     # --- foreground masks ----------------------------------------------------------------
     mask_rule: str = option(

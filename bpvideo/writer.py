@@ -48,6 +48,7 @@ __all__ = [
     "encode_png",
     "write_json",
     "write_masks",
+    "write_streams",
     "write_video",
 ]
 
@@ -170,6 +171,7 @@ class VideoStream:
         self._writer: Any = None
         self._pad: tuple[int, int] = (0, 0)
         self._colour = False
+        self._shape: tuple[int, ...] = ()
 
     def _open(self, frame: np.ndarray) -> None:
         import imageio_ffmpeg
@@ -196,8 +198,19 @@ class VideoStream:
         )
         self._pad = (pad_h, pad_w)
         self._colour = colour
+        self._shape = frame.shape
         with _signals_deferred():  # ffmpeg starts here: let it start under supervision
             self._writer.send(None)
+        _enlarge_pipe(self._writer)
+
+    def open(self, shape: tuple[int, ...]) -> None:
+        """Start the encoder for frames of ``shape`` ((H, W) grey or (H, W, 3) BGR) now.
+
+        Optional: :meth:`write` starts it on the first frame otherwise. Starting it early
+        lets ffmpeg load while frames are still being read and solved.
+        """
+        if self._writer is None:
+            self._open(np.empty(shape, dtype=np.uint8))
 
     def write(self, frames: Iterable[np.ndarray]) -> None:
         """Encode ``frames``: (H, W) grey or (H, W, 3) BGR uint8 arrays.
@@ -211,6 +224,8 @@ class VideoStream:
             for frame in frames:
                 if self._writer is None:
                     self._open(frame)
+                if frame.shape != self._shape:
+                    raise RuntimeError(f"a frame of {frame.shape} after frames of {self._shape}")
                 pad_h, pad_w = self._pad
                 if pad_h or pad_w:
                     widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if self._colour else ())
@@ -241,6 +256,43 @@ class VideoStream:
         if writer is not None:
             with contextlib.suppress(BaseException):
                 writer.throw(KeyboardInterrupt())  # imageio-ffmpeg kills its child on this
+
+
+#: Bytes of the pipe to each encoder (Linux ``F_SETPIPE_SZ``; 64 KiB by default, less than
+#: one 320x240 BGR frame): a deeper pipe lets bpvideo hand over frames and go on while
+#: ffmpeg encodes them.
+PIPE_BYTES = 1 << 20
+
+
+def _enlarge_pipe(writer: Any) -> None:
+    """Deepen the stdin pipe of an imageio-ffmpeg writer, where the system allows it."""
+    try:
+        import fcntl
+
+        proc = writer.gi_frame.f_locals["p"]  # imageio-ffmpeg's Popen of the encoder
+        fcntl.fcntl(proc.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, AttributeError, KeyError, OSError, TypeError):
+        pass  # another platform or imageio-ffmpeg version: the default pipe works too
+
+
+def write_streams(pairs: Iterable[tuple[VideoStream, np.ndarray]]) -> None:
+    """Feed several encoders frame by frame in turn, so that they encode side by side.
+
+    Parameters
+    ----------
+    pairs : iterable of (VideoStream, frames)
+        Each stream with its frames (the same number of frames for every stream).
+
+    Raises
+    ------
+    WorkError
+        If an ffmpeg fails (see :meth:`VideoStream.write`).
+    """
+    pairs = list(pairs)
+    for i in range(max((len(frames) for _, frames in pairs), default=0)):
+        for stream, frames in pairs:
+            if i < len(frames):
+                stream.write(frames[i : i + 1])
 
 
 def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = False) -> None:
