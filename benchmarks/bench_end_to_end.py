@@ -155,7 +155,8 @@ def speed(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.repeat):
             for name, python in methods:
-                out = str(Path(tmp) / name)
+                # a fresh folder per run: removing the previous run's outputs is not the job
+                out = str(Path(tmp) / f"{name}-{rep}")
                 if name == "bpvideo":
                     argv = [
                         "--child-bpvideo",

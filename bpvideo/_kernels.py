@@ -28,6 +28,7 @@ another order than numpy's, which changes results at the level of rounding only.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
@@ -44,15 +45,11 @@ __all__ = [
     "warm_up",
 ]
 
-try:  # pragma: no cover - depends on the environment
-    if os.environ.get("BPVIDEO_NUMBA", "1") == "0":
-        raise ImportError("disabled by BPVIDEO_NUMBA=0")
-    import numba
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    numba = None
-    HAVE_NUMBA = False
+#: numba is installed (and not disabled by ``BPVIDEO_NUMBA=0``); it is imported when the
+#: first kernel runs (or by :func:`warm_up`), not with this module.
+HAVE_NUMBA = (
+    os.environ.get("BPVIDEO_NUMBA", "1") != "0" and importlib.util.find_spec("numba") is not None
+)
 
 
 def use_numba(flag: bool | None = None) -> bool:
@@ -167,423 +164,37 @@ def _np_row_median(A, mask):
     return np.nan_to_num(med)
 
 
-# --- numba path --------------------------------------------------------------------------
+# --- numba path (bpvideo._numba_kernels, imported on first use) -------------------------
 
-if HAVE_NUMBA:  # pragma: no branch
-    _jit = numba.njit(cache=True, nogil=True, fastmath=False)
-    _FAST = {"reassoc", "contract"}
-    _pjit = numba.njit(cache=True, nogil=True, parallel=True, fastmath=_FAST)
+_NUMBA = None
 
-    @_jit
-    def _select(buf, n, kth):
-        """Value of rank ``kth`` (0-based, ascending) of ``buf[:n]``; reorders ``buf``.
 
-        On return every entry of ``buf[:kth]`` is <= the value (quickselect).
-        """
-        lo = 0
-        hi = n - 1
-        while hi > lo:
-            mid = (lo + hi) >> 1
-            # median of three to the position hi
-            a = buf[lo]
-            b = buf[mid]
-            c = buf[hi]
-            if (a <= b <= c) or (c <= b <= a):
-                buf[mid], buf[hi] = buf[hi], buf[mid]
-            elif (b <= a <= c) or (c <= a <= b):
-                buf[lo], buf[hi] = buf[hi], buf[lo]
-            pivot = buf[hi]
-            store = lo
-            for i in range(lo, hi):
-                if buf[i] < pivot:
-                    buf[store], buf[i] = buf[i], buf[store]
-                    store += 1
-            buf[store], buf[hi] = buf[hi], buf[store]
-            # everything equal to the pivot next to it: skip them (many ties, e.g. zeros)
-            eq = store + 1
-            for i in range(store + 1, hi + 1):
-                if buf[i] == pivot:
-                    buf[eq], buf[i] = buf[i], buf[eq]
-                    eq += 1
-            if kth < store:
-                hi = store - 1
-            elif kth < eq:
-                return pivot
-            else:
-                lo = eq
-        return buf[lo]
+def _numba():
+    """The numba kernel module, imported on first use (numba's import costs ~0.3 s)."""
+    global _NUMBA
+    if _NUMBA is None:
+        from bpvideo import _numba_kernels
 
-    @_jit
-    def _row_cut(row, thr, k):
-        n = row.shape[0]
-        greater = 0
-        equal = 0
-        for j in range(n):
-            v = abs(row[j])
-            greater += v > thr
-            equal += v == thr
-        need = k - greater
-        if equal <= need:
-            return n
-        seen = 0
-        for j in range(n):
-            if abs(row[j]) == thr:
-                seen += 1
-                if seen == need:
-                    return j
-        return n  # pragma: no cover
+        _NUMBA = _numba_kernels
+    return _NUMBA
 
-    @_jit
-    def _kth_bracket(vals, n, k, lo, hi, buf):
-        """k-th largest of ``vals[:n]`` (>= 0), searched first among those in ``(lo, hi]``.
-
-        Returns ``(t, greater, equal)``: the value and how many entries are above it and
-        equal to it. ``buf`` is scratch of length n. Exact whatever the bracket: when
-        fewer than k entries exceed ``lo`` or k entries exceed ``hi`` (the guess was off),
-        the whole of ``vals`` is searched. A good bracket (the previous iteration's
-        threshold, widened by a few per cent) holds a few entries: one counting pass,
-        then a selection on those few.
-        """
-        above = 0
-        g = 0
-        for j in range(n):
-            v = vals[j]
-            above += v > hi
-            if v > lo and v <= hi:  # rare: the branch is predicted
-                buf[g] = v
-                g += 1
-        if not (above < k <= above + g):
-            for j in range(n):
-                buf[j] = vals[j]
-            g = n
-            above = 0
-        t = _select(buf, g, g - (k - above))
-        greater = above
-        equal = 0
-        for j in range(g):
-            v = buf[j]
-            greater += v > t
-            equal += v == t
-        return t, greater, equal
-
-    @_jit
-    def _tie_cut(vals, n, t, need):
-        """Index of the ``need``-th entry equal to ``t`` in ``vals[:n]`` (n if none)."""
-        seen = 0
-        for j in range(n):
-            if vals[j] == t:
-                seen += 1
-                if seen == need:
-                    return j
-        return n  # pragma: no cover
-
-    def _nb_fused_py(
-        W,
-        Sp,
-        Wl,
-        A,
-        mask,
-        has_mask,
-        LkD,
-        dense_k,
-        U,
-        VT,
-        LpD,
-        dense_p,
-        Up,
-        VpT,
-        rt,
-        rc,
-        ct,
-        cc,
-        a,
-        b,
-        h,
-        k_row,
-        row_lo,
-        row_hi,
-        VwT,
-        out_rt,
-        out_rc,
-        Y,
-    ):
-        m, n = W.shape
-        r1 = U.shape[1]
-        r0 = Up.shape[1]
-        p = VwT.shape[0]
-        zero = W.dtype.type(0)
-        ds2 = 0.0
-        dl2 = 0.0
-        s2 = 0.0
-        l2 = 0.0
-        e2 = 0.0
-        chunks = min(m, 64)
-        # Rows in chunks (one set of row buffers each); each row in short loops over few
-        # arrays, so that they vectorize.
-        for ch in numba.prange(chunks):
-            lk = np.empty(n, dtype=W.dtype)
-            lp = np.empty(n, dtype=W.dtype)
-            sk = np.empty(n, dtype=W.dtype)
-            buf = np.empty(n, dtype=W.dtype)
-            sel = np.empty(n, dtype=W.dtype)
-            ok = np.empty(n, dtype=np.bool_)
-            c_ds = 0.0
-            c_dl = 0.0
-            c_s = 0.0
-            c_l = 0.0
-            c_e = 0.0
-            for i in range(ch * m // chunks, (ch + 1) * m // chunks):
-                if dense_k:
-                    for j in range(n):
-                        lk[j] = LkD[i, j]
-                else:
-                    for j in range(n):
-                        lk[j] = zero
-                    for q in range(r1):
-                        u = U[i, q]
-                        for j in range(n):
-                            lk[j] += u * VT[q, j]
-                if dense_p:
-                    for j in range(n):
-                        lp[j] = LpD[i, j]
-                else:
-                    for j in range(n):
-                        lp[j] = zero
-                    for q in range(r0):
-                        u = Up[i, q]
-                        for j in range(n):
-                            lp[j] += u * VpT[q, j]
-                # S_k = T_alpha(W_s) on this row
-                Wi = W[i]
-                t = rt[i]
-                c = rc[i]
-                for j in range(n):
-                    w = Wi[j]
-                    v = abs(w)
-                    keep = ((v > t) | ((v == t) & (j <= c))) & (
-                        (v > ct[j]) | ((v == ct[j]) & (i <= cc[j]))
-                    )
-                    sk[j] = w if keep else zero
-                for j in range(n):
-                    Wi[j] = sk[j]
-                if has_mask:  # unobserved entries: R = 0, and no residual
-                    for j in range(n):
-                        ok[j] = mask[i, j]
-                else:
-                    for j in range(n):
-                        ok[j] = True
-                # measure Y_k and take the gradient step of k + 1
-                Spi = Sp[i]
-                Wli = Wl[i]
-                Ai = A[i]
-                a_ds = 0.0
-                a_dl = 0.0
-                a_s = 0.0
-                a_l = 0.0
-                a_e = 0.0
-                for j in range(n):
-                    s = sk[j]
-                    sp = Spi[j]
-                    l_ = lk[j]
-                    lq = lp[j]
-                    ds = s - sp
-                    dl = l_ - lq
-                    x = Ai[j]
-                    o = ok[j]
-                    r = s + l_ + b * (ds + dl) - x
-                    e = x - l_ - s
-                    r = h * r if o else zero
-                    e = e if o else zero
-                    Spi[j] = s + a * ds - r
-                    Wli[j] = l_ + a * dl - r
-                    a_ds += ds * ds
-                    a_dl += dl * dl
-                    a_s += sp * sp
-                    a_l += lq * lq
-                    a_e += e * e
-                c_ds += a_ds
-                c_dl += a_dl
-                c_s += a_s
-                c_l += a_l
-                c_e += a_e
-                # first product of the rank-r projection: Y = W_l V
-                for q in range(p):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += Wli[j] * VwT[q, j]
-                    Y[i, q] = acc
-                # row threshold of T_alpha on the new W_s
-                for j in range(n):
-                    buf[j] = abs(Spi[j])
-                tv, greater, equal = _kth_bracket(buf, n, k_row, row_lo[i], row_hi[i], sel)
-                out_rt[i] = tv
-                need = k_row - greater
-                if equal > need:
-                    for j in range(n):
-                        buf[j] = abs(Spi[j])
-                    out_rc[i] = _tie_cut(buf, n, tv, need)
-                else:
-                    out_rc[i] = n
-            ds2 += c_ds
-            dl2 += c_dl
-            s2 += c_s
-            l2 += c_l
-            e2 += c_e
-        return ds2, dl2, s2, l2, e2
-
-    def _nb_row_thresholds_py(W, k, thr, cut):
-        m, n = W.shape
-        for i in numba.prange(m):
-            buf = np.empty(n, dtype=W.dtype)
-            for j in range(n):
-                buf[j] = abs(W[i, j])
-            t = _select(buf, n, n - k)
-            thr[i] = t
-            cut[i] = _row_cut(W[i], t, k)
-
-    def _nb_col_thresholds_py(W, k, lo, hi, thr, cut, groups):
-        m, n = W.shape
-        cap = min(m, 2 * k + 64)
-        for gi in numba.prange(groups):
-            j0 = gi * n // groups
-            j1 = (gi + 1) * n // groups
-            width = j1 - j0
-            # Each group of columns streams along the rows (contiguous reads), counting
-            # the entries of each column above its bracket and gathering those inside it
-            # (see _kth_bracket; a full bracket falls back to the whole column).
-            buf = np.empty((width, cap), dtype=W.dtype)
-            cnt = np.zeros(width, dtype=np.int64)
-            above = np.zeros(width, dtype=np.int64)
-            lo_ = lo[j0:j1].copy()
-            hi_ = hi[j0:j1].copy()
-            for i in range(m):
-                Wi = W[i]
-                for jj in range(width):
-                    v = abs(Wi[j0 + jj])
-                    above[jj] += v > hi_[jj]
-                    if v > lo_[jj] and v <= hi_[jj]:
-                        g = cnt[jj]
-                        if g < cap:
-                            buf[jj, g] = v
-                            cnt[jj] = g + 1
-            col = np.empty(m, dtype=W.dtype)
-            for jj in range(width):
-                g = cnt[jj]
-                up = above[jj]
-                if g < cap and up < k <= up + g:
-                    vals = buf[jj]
-                else:  # the guess was off: the whole column
-                    for i in range(m):
-                        col[i] = abs(W[i, j0 + jj])
-                    vals = col
-                    g = m
-                    up = 0
-                t = _select(vals, g, g - (k - up))
-                thr[j0 + jj] = t
-                greater = up
-                equal = 0
-                for i in range(g):
-                    v = vals[i]
-                    greater += v > t
-                    equal += v == t
-                need = k - greater
-                c = m
-                if equal > need:  # more ties than places: the row order breaks them
-                    seen = 0
-                    for i in range(m):
-                        if abs(W[i, j0 + jj]) == t:
-                            seen += 1
-                            if seen == need:
-                                c = i
-                                break
-                cut[j0 + jj] = c
-
-    def _nb_apply_py(W, rt, rc, ct, cc):
-        m, n = W.shape
-        zero = W.dtype.type(0)
-        for i in numba.prange(m):
-            t = rt[i]
-            c = rc[i]
-            for j in range(n):
-                w = W[i, j]
-                v = abs(w)
-                keep = ((v > t) | ((v == t) & (j <= c))) & (
-                    (v > ct[j]) | ((v == ct[j]) & (i <= cc[j]))
-                )
-                W[i, j] = w if keep else zero
-
-    def _nb_matmul_py(M, VT, Y):
-        m, n = M.shape
-        p = VT.shape[0]
-        for i in numba.prange(m):
-            for q in range(p):
-                acc = 0.0
-                for j in range(n):
-                    acc += M[i, j] * VT[q, j]
-                Y[i, q] = acc
-
-    def _nb_t_matmul_py(M, Q, out):
-        m, n = M.shape
-        p = Q.shape[1]
-        chunks = out.shape[0]
-        for ci in numba.prange(chunks):
-            i0 = ci * m // chunks
-            i1 = (ci + 1) * m // chunks
-            acc = out[ci]
-            for q in range(p):
-                for j in range(n):
-                    acc[q, j] = 0.0
-            for i in range(i0, i1):
-                for q in range(p):
-                    y = Q[i, q]
-                    for j in range(n):
-                        acc[q, j] += y * M[i, j]
-
-    def _nb_row_median_py(A, mask, has_mask, out):
-        m, n = A.shape
-        for i in numba.prange(m):
-            buf = np.empty(n, dtype=A.dtype)
-            g = 0
-            for j in range(n):
-                if not has_mask or mask[i, j]:
-                    buf[g] = A[i, j]
-                    g += 1
-            if g == 0:
-                out[i] = 0.0
-                continue
-            half = g // 2
-            upper = _select(buf, g, half)
-            if g % 2:
-                out[i] = upper
-            else:
-                lower = buf[0]
-                for j in range(1, half):
-                    lower = max(lower, buf[j])
-                out[i] = (lower + upper) / 2
-
-    # One compiled (and disk-cached) parallel variant of each kernel; small problems run
-    # it on one thread (a second, serial variant of the same function would share its
-    # cache entry and be recompiled in every process).
-    _PARALLEL = {
-        "fused": _pjit(_nb_fused_py),
-        "row_thresholds": _pjit(_nb_row_thresholds_py),
-        "col_thresholds": _pjit(_nb_col_thresholds_py),
-        "apply": _pjit(_nb_apply_py),
-        "matmul": _pjit(_nb_matmul_py),
-        "t_matmul": _pjit(_nb_t_matmul_py),
-        "row_median": _pjit(_nb_row_median_py),
-    }
 
 #: Matrices with fewer entries run the kernels on one thread (thread start-up and
 #: barriers cost more than they save on small problems, more so on a busy machine).
 PARALLEL_MIN_SIZE = 1 << 20
 
 
+def _threads(size: int) -> int:
+    """Threads the kernels use on a matrix of ``size`` entries."""
+    return _numba().numba.config.NUMBA_NUM_THREADS if size >= PARALLEL_MIN_SIZE else 1
+
+
 def _k(name: str, size: int):
-    threads = numba.config.NUMBA_NUM_THREADS if size >= PARALLEL_MIN_SIZE else 1
-    if numba.get_num_threads() != threads:
-        numba.set_num_threads(threads)
-    return _PARALLEL[name]
+    nb = _numba()
+    threads = _threads(size)
+    if nb.numba.get_num_threads() != threads:
+        nb.numba.set_num_threads(threads)
+    return nb.KERNELS[name]
 
 
 _NO_MASK = np.ones((1, 1), dtype=bool)
@@ -683,7 +294,8 @@ def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_g
     rt, rc = np.empty(m, dtype=dtype), np.empty(m, dtype=np.int64)
     Y = np.empty((m, VwT.shape[0]), dtype=np.float64)
     has = mask is not None
-    ds2, dl2, s2, l2, e2 = _k("fused", W.size)(
+    sums = np.empty((min(m, 64), 5), dtype=np.float64)
+    _k("fused", W.size)(
         W,
         Sp,
         Wl,
@@ -702,7 +314,9 @@ def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_g
         rt,
         rc,
         Y,
+        sums,
     )
+    ds2, dl2, s2, l2, e2 = (float(v) for v in sums.sum(axis=0))
     sq = {"dS": ds2, "dL": dl2, "S": s2, "L": l2, "E": e2}
     return sq, (Y if block is not None else None), (rt, rc)
 
@@ -733,7 +347,7 @@ def _nb_col_thresholds(W, k_col, col_guess):
     m, n = W.shape
     ct = np.empty(n, dtype=W.dtype)
     cc = np.empty(n, dtype=np.int64)
-    groups = numba.config.NUMBA_NUM_THREADS if W.size >= PARALLEL_MIN_SIZE else 1
+    groups = _threads(W.size)
     margin = PIVOT_MARGIN
     if col_guess is None and m >= 64 * SAMPLE_STEP and k_col >= 8 * SAMPLE_STEP:
         # no guess: the thresholds of every SAMPLE_STEP-th row, with a wider bracket
