@@ -245,7 +245,7 @@ def keep_all(shape: tuple[int, int], dtype) -> tuple[np.ndarray, ...]:
 # --- dispatch ----------------------------------------------------------------------------
 
 
-def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_guess=None):
+def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_guess=None, Y=None):
     """Finish iteration k and take the gradient step of k + 1; see the module docstring.
 
     Parameters
@@ -268,6 +268,8 @@ def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_g
         Warm block of the rank-r projection: the product ``W_l V`` is returned.
     row_guess : ndarray, optional
         Guess of the row thresholds (speeds up their selection; the result is exact).
+    Y : (m, p) float64 ndarray, optional
+        Where to write ``W_l V`` (numba path; reused between iterations).
 
     Returns
     -------
@@ -292,7 +294,8 @@ def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_g
     if thr is None:
         thr = keep_all((m, n), dtype)
     rt, rc = np.empty(m, dtype=dtype), np.empty(m, dtype=np.int64)
-    Y = np.empty((m, VwT.shape[0]), dtype=np.float64)
+    if Y is None or Y.shape != (m, VwT.shape[0]):
+        Y = np.empty((m, VwT.shape[0]), dtype=np.float64)
     has = mask is not None
     sums = np.empty((min(m, 64), 5), dtype=np.float64)
     _k("fused", W.size)(

@@ -740,10 +740,12 @@ def _best_pair(
     converged = False
     k = 0
     thr = None
+    Y_spare = None  # two W_l V buffers, used in turn
     for k in range(1, max_iter + 1):
         if sweeps and k > SWEEP_WARMUP:
             projector.max_sweeps, projector.accept_unconverged = sweeps, True
         L_new = projector.factorize(Wl, MV=Y)  # L_k = H_r(W_l)
+        Y_prev = Y
         thr = _kernels.thresholds(
             W, k_row, k_col, rows=rows, col_guess=None if thr is None else thr[2]
         )
@@ -764,7 +766,9 @@ def _best_pair(
             k_row,
             block=block,
             row_guess=thr[0],
+            Y=Y_spare,
         )
+        Y_spare = Y_prev
         W, Sp = Sp, W  # W: the next W_s, Sp: S_k
         L_k = L_new
         norm_Y = math.sqrt(sq["S"] + sq["L"])
@@ -777,7 +781,7 @@ def _best_pair(
         if change < tol or residual < tol:
             converged = True
             break
-    del W, Y
+    del W, Y, Y_spare
     S = Sp
     U, V = L_k
     L = np.matmul(U, V.T, out=Wl)
