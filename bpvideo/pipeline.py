@@ -308,8 +308,8 @@ AUTO_SOLVE_SCALE = 0.25
 #: Frames sampled (evenly) for the per-pixel median whose fine detail is added back to an
 #: upsampled background.
 DETAIL_FRAMES = 64
-#: Channels per ``cv2.resize`` call (OpenCV's limit is 512).
-_RESIZE_CHANNELS = 512
+#: Channels per ``cv2.resize`` call (OpenCV 4 allows 512, OpenCV 5 only 128).
+_RESIZE_CHANNELS = 128
 
 
 def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> float:
@@ -346,7 +346,7 @@ def resize_columns(
     """Resize every column of ``data`` (one frame of ``frame_shape``) to ``size`` (w, h).
 
     The m x n matrix is read as one H x W image with n (x channels) channels, so that all
-    frames are resized together without transposing them (blocks of 512 channels, the
+    frames are resized together without transposing them (blocks of 128 channels, the
     limit of ``cv2.resize``); each channel is resized on its own, as frame by frame.
 
     Returns the m' x n float32 matrix of the resized frames, in the same layout.
