@@ -523,7 +523,9 @@ class OutputDir:
             )
         # os.access says yes to root everywhere: try for real (read-only mounts, /proc).
         try:
-            os.rmdir(tempfile.mkdtemp(prefix=".bpvideo-probe-", dir=ancestor))
+            # named like a staging folder of this process: a run killed here leaves it to
+            # the next run's remove_stale_staging
+            os.rmdir(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-probe-", dir=ancestor))
         except OSError as exc:
             raise InputError(
                 f"{p}: cannot write in {ancestor} ({exc.strerror}): choose another -o"
