@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 
 import numpy as np
 
@@ -155,12 +156,9 @@ def _np_fused(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT):
 def _np_row_median(A, mask):
     if mask is None:
         return np.median(A, axis=1)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-unobserved rows: NaN
-            med = np.nanmedian(np.where(mask, A, np.nan), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-unobserved rows: NaN
+        med = np.nanmedian(np.where(mask, A, np.nan), axis=1)
     return np.nan_to_num(med)
 
 

@@ -123,6 +123,22 @@ def _tie_cut(vals, n, t, need):
     return n  # pragma: no cover
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _low_rank_row(out, D, dense, U, VT, i):
+    """Row ``i`` of L into ``out``: from the dense ``D``, or from its factors ``U VT``."""
+    n = out.shape[0]
+    if dense:
+        for j in range(n):
+            out[j] = D[i, j]
+        return
+    for j in range(n):
+        out[j] = 0
+    for q in range(U.shape[1]):
+        u = U[i, q]
+        for j in range(n):
+            out[j] += u * VT[q, j]
+
+
 def _nb_fused_py(
     W,
     Sp,
@@ -155,8 +171,6 @@ def _nb_fused_py(
     sums,
 ):
     m, n = W.shape
-    r1 = U.shape[1]
-    r0 = Up.shape[1]
     p = VwT.shape[0]
     zero = W.dtype.type(0)
     chunks = sums.shape[0]
@@ -175,26 +189,8 @@ def _nb_fused_py(
         c_l = 0.0
         c_e = 0.0
         for i in range(ch * m // chunks, (ch + 1) * m // chunks):
-            if dense_k:
-                for j in range(n):
-                    lk[j] = LkD[i, j]
-            else:
-                for j in range(n):
-                    lk[j] = zero
-                for q in range(r1):
-                    u = U[i, q]
-                    for j in range(n):
-                        lk[j] += u * VT[q, j]
-            if dense_p:
-                for j in range(n):
-                    lp[j] = LpD[i, j]
-            else:
-                for j in range(n):
-                    lp[j] = zero
-                for q in range(r0):
-                    u = Up[i, q]
-                    for j in range(n):
-                        lp[j] += u * VpT[q, j]
+            _low_rank_row(lk, LkD, dense_k, U, VT, i)
+            _low_rank_row(lp, LpD, dense_p, Up, VpT, i)
             # S_k = T_alpha(W_s) on this row
             Wi = W[i]
             t = rt[i]
