@@ -61,11 +61,9 @@ def child(path: str, rank: int, method: str, sparsity: float, tol: float, sweeps
     from bpvideo.errors import ConvergenceWarning
     from bpvideo.solver import best_pair, ncf
 
-    if _kernels.use_numba():  # load the kernels before measuring the baseline memory
-        tiny = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            best_pair(tiny, 1, 0.1, max_iter=2, tol=0.0)
+    # load the kernels before measuring the baseline memory (every size measured here is
+    # above NUMBA_MIN_SIZE)
+    _kernels.warm_up()
     # Python, numpy and the compiled kernels: what the process holds before the data
     base = psutil.Process().memory_info().rss
 

@@ -19,7 +19,8 @@ The solver keeps ``L`` in factored form ``U V^T`` (rank r) and four m x n buffer
   in place, ``M V``, ``M^T Q`` and the per-row median (observed entries only), as used by
   the starting point and the subspace iteration of ``H_r``.
 
-The numba path is used when numba imports and ``BPVIDEO_NUMBA`` is not ``0``. Its kernels
+The numba path is used when numba imports, ``BPVIDEO_NUMBA`` is not ``0`` and the matrix
+has at least :data:`NUMBA_MIN_SIZE` entries (see :func:`use_numba`). Its kernels
 are compiled on first use and cached on disk (``cache=True``); without a writable cache
 they are compiled in each process (a few seconds). Reductions are compiled with
 ``fastmath={"reassoc", "contract"}`` so that they vectorize: sums are then accumulated in
@@ -39,6 +40,7 @@ __all__ = [
     "apply_thresholds",
     "fused_step",
     "matmul",
+    "numba_for",
     "row_median",
     "t_matmul",
     "thresholds",
@@ -53,15 +55,35 @@ HAVE_NUMBA = (
 )
 
 
-def use_numba(flag: bool | None = None) -> bool:
-    """Whether the numba kernels are used (set it with ``flag``; returns the setting)."""
+#: ``use_numba("auto")`` (the default): matrices with fewer entries run the numpy kernels.
+#: Loading numba and its cached kernels costs ~0.55 s of CPU (and holds the interpreter
+#: lock while frames are read), more than numba saves on a small solve: at 4800 x 300
+#: (a 320x240 clip solved at --solve-scale 0.25) 15 iterations take 0.3 s with numba and
+#: 0.65 s without; from about 2**22 entries numba wins by more than it costs.
+NUMBA_MIN_SIZE = 1 << 22
+
+
+def use_numba(flag: bool | str | None = None) -> bool | str:
+    """Which kernels run: ``True`` numba, ``False`` numpy, ``"auto"`` numba for matrices of
+    at least :data:`NUMBA_MIN_SIZE` entries (the default). Returns the setting, which can
+    be passed back to restore it; numba is never used when it is not installed."""
     global _USE
     if flag is not None:
-        _USE = bool(flag) and HAVE_NUMBA
+        if flag not in (True, False, "auto"):
+            raise ValueError(f"use_numba takes True, False or 'auto', not {flag!r}")
+        _USE = flag if HAVE_NUMBA else False
     return _USE
 
 
-_USE = HAVE_NUMBA
+def numba_for(size: int) -> bool:
+    """Whether the kernels run by numba on a matrix of ``size`` entries."""
+    return _USE is True or (_USE == "auto" and (size >= NUMBA_MIN_SIZE or _WARMING))
+
+
+_USE: bool | str = "auto" if HAVE_NUMBA else False
+#: Set by :func:`warm_up` while it runs the kernels on a tiny problem (nothing else runs
+#: them meanwhile: the pipeline waits for the warm-up before solving).
+_WARMING = False
 
 #: Selection brackets are the previous thresholds times this and divided by it: wide
 #: enough that the new threshold is usually inside (the per-column thresholds of a video
@@ -77,12 +99,11 @@ def _ties_cut(absM: np.ndarray, thr: np.ndarray, k: int) -> np.ndarray:
     """Per row: index cut-off so that ``> thr`` plus ties with index ``<= cut`` count k."""
     n = absM.shape[1]
     cut = np.full(absM.shape[0], n, dtype=np.int64)
-    greater = (absM > thr[:, None]).sum(axis=1)
-    equal = (absM == thr[:, None]).sum(axis=1)
-    need = k - greater
-    for i in np.flatnonzero(equal > need):
-        ties = np.flatnonzero(absM[i] == thr[i])
-        cut[i] = ties[need[i] - 1]
+    at_least = np.count_nonzero(absM >= thr[:, None], axis=1)
+    for i in np.flatnonzero(at_least > k):  # ties at the threshold: the first ones pass
+        row = absM[i]
+        ties = np.flatnonzero(row == thr[i])
+        cut[i] = ties[k - np.count_nonzero(row > thr[i]) - 1]
     return cut
 
 
@@ -104,15 +125,17 @@ def _np_thresholds(W, k_row, k_col):
     return row_thr, row_cut, col_thr, col_cut
 
 
-def _keep(absM: np.ndarray, thr: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    idx = np.arange(absM.shape[1])
-    return (absM > thr[:, None]) | ((absM == thr[:, None]) & (idx[None, :] <= cut[:, None]))
-
-
 def _np_apply(W, rt, rc, ct, cc):
+    """``T_alpha`` in place: keep entries among the k largest of their row and column."""
     absM = np.abs(W)
-    keep = _keep(absM, rt, rc)
-    keep &= _keep(absM.T, ct, cc).T
+    m, n = W.shape
+    keep = absM >= rt[:, None]
+    for i in np.flatnonzero(rc < n):  # rows with ties past their cut-off
+        keep[i, rc[i] + 1 :] &= absM[i, rc[i] + 1 :] != rt[i]
+    by_col = absM >= ct
+    for j in np.flatnonzero(cc < m):
+        by_col[cc[j] + 1 :, j] &= absM[cc[j] + 1 :, j] != ct[j]
+    keep &= by_col
     np.multiply(W, keep, out=W)
 
 
@@ -286,7 +309,7 @@ def fused_step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None, row_g
         if block is None
         else np.ascontiguousarray(block.T, dtype=dtype)
     )
-    if not _USE:
+    if not numba_for(W.size):
         sq, Y = _np_fused(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT)
         return sq, Y, None
     if thr is None:
@@ -332,7 +355,7 @@ def thresholds(W, k_row, k_col, rows=None, col_guess=None):
     thresholds that speeds up the selection without changing its result.
     """
     m = W.shape[0]
-    if _USE:
+    if numba_for(W.size):
         if rows is None:
             rt = np.empty(m, dtype=W.dtype)
             rc = np.empty(m, dtype=np.int64)
@@ -362,7 +385,7 @@ def _nb_col_thresholds(W, k_col, col_guess):
 
 def apply_thresholds(W, thr) -> None:
     """``W <- T_alpha(W)`` in place, from :func:`thresholds`."""
-    if _USE:
+    if numba_for(W.size):
         _k("apply", W.size)(W, *thr)
     else:
         _np_apply(W, *thr)
@@ -370,7 +393,7 @@ def apply_thresholds(W, thr) -> None:
 
 def matmul(M, V):
     """``M @ V`` for a tall ``M`` (m x n) and a thin ``V`` (n x p), in float64."""
-    if _USE:
+    if numba_for(M.size):
         Y = np.empty((M.shape[0], V.shape[1]), dtype=np.float64)
         _k("matmul", M.size)(M, np.ascontiguousarray(V.T, dtype=M.dtype), Y)
         return Y
@@ -379,7 +402,7 @@ def matmul(M, V):
 
 def t_matmul(M, Q):
     """``M.T @ Q`` for a tall ``M`` (m x n) and a thin ``Q`` (m x p), in float64."""
-    if _USE:
+    if numba_for(M.size):
         chunks = 8 if M.size >= PARALLEL_MIN_SIZE else 1
         out = np.empty((chunks, Q.shape[1], M.shape[1]), dtype=np.float64)
         _k("t_matmul", M.size)(M, np.ascontiguousarray(Q, dtype=M.dtype), out)
@@ -389,7 +412,7 @@ def t_matmul(M, Q):
 
 def row_median(A, mask=None) -> np.ndarray:
     """Median of every row of ``A`` over its observed entries (0 where none is)."""
-    if _USE:
+    if numba_for(A.size):
         out = np.empty(A.shape[0], dtype=np.float64)
         has = mask is not None
         _k("row_median", A.size)(A, mask if has else _NO_MASK, has, out)
@@ -398,9 +421,22 @@ def row_median(A, mask=None) -> np.ndarray:
 
 
 def warm_up(dtype: type = np.float32) -> None:
-    """Load (or compile) the numba kernels for ``dtype`` now, on a tiny problem."""
+    """Load (or compile) the numba kernels for ``dtype`` now, on a tiny problem.
+
+    Does nothing when numba is off; with ``use_numba("auto")`` the kernels are loaded
+    whatever the size (call it only before a solve that will use them: :func:`numba_for`).
+    """
+    global _WARMING
     if not _USE:
         return
+    _WARMING = True
+    try:
+        _warm_up(dtype)
+    finally:
+        _WARMING = False
+
+
+def _warm_up(dtype: type) -> None:
     z = np.zeros((4, 4), dtype=dtype)
     W, Sp, Wl, A = (z.copy() for _ in range(4))
     f = (np.zeros((4, 1), dtype=dtype), np.zeros((4, 1), dtype=dtype))

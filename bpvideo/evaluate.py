@@ -60,7 +60,6 @@ from typing import Any
 
 import cv2
 import numpy as np
-from scipy import ndimage
 
 from bpvideo.errors import InputError, WorkError
 from bpvideo.writer import atomic_write_bytes
@@ -482,6 +481,8 @@ def ssim(
         raise ValueError(f"ssim needs two 2-D images of one shape, got {a.shape} and {b.shape}")
     truncate = 3.5
     half = int(truncate * sigma + 0.5)
+
+    from scipy import ndimage  # here: importing scipy.ndimage takes ~0.4 s
 
     def smooth(image: np.ndarray) -> np.ndarray:
         return ndimage.gaussian_filter(image, sigma=sigma, truncate=truncate, mode="reflect")

@@ -17,6 +17,7 @@ then removal of connected blobs smaller than ``min_area`` pixels.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -24,7 +25,7 @@ import numpy as np
 
 from bpvideo.errors import InputError
 
-__all__ = ["MaskResult", "clean_mask", "foreground_masks", "noise_level"]
+__all__ = ["MaskResult", "clean_mask", "foreground_masks", "mask_threshold", "noise_level"]
 
 #: Smallest automatic threshold, in grey levels: below this, compression noise dominates.
 MIN_AUTO_THRESHOLD = 6.0
@@ -53,7 +54,11 @@ class MaskResult:
 
 
 def noise_level(
-    A: np.ndarray, L: np.ndarray, observed: np.ndarray | None = None, *, seed: int = 0
+    A: np.ndarray,
+    L: np.ndarray | Callable[[np.ndarray], np.ndarray],
+    observed: np.ndarray | None = None,
+    *,
+    seed: int = 0,
 ) -> float:
     """Robust standard deviation of the residual ``A - L``: 1.4826 x MAD.
 
@@ -64,10 +69,13 @@ def noise_level(
 
     Parameters
     ----------
-    A, L : ndarray
-        Data and background, of the same shape.
+    A : ndarray
+        Data (any real dtype).
+    L : ndarray of A's shape, or callable
+        Background; or a function that returns the entries of the background at flat
+        (C-order) indices of ``A``, for a background that is not held whole.
     observed : bool ndarray, optional
-        Observation mask of that shape; unobserved entries are left out.
+        Observation mask of A's shape; unobserved entries are left out.
     seed : int
         Chooses the offset of the sample.
 
@@ -82,7 +90,11 @@ def noise_level(
         k += 1
     offset = seed % k
     a = A.reshape(-1)[offset::k]
-    e = np.subtract(a, L.reshape(-1)[offset::k], dtype=np.float32)
+    if callable(L):
+        sample = np.asarray(L(np.arange(offset, size, k)), dtype=np.float32)
+    else:
+        sample = L.reshape(-1)[offset::k]
+    e = np.subtract(a, sample, dtype=np.float32)
     if observed is not None:
         e = e[observed.reshape(-1)[offset::k]]
     if e.size == 0:
@@ -90,6 +102,37 @@ def noise_level(
     e -= np.median(e)
     np.abs(e, out=e)
     return float(1.4826 * np.median(e))
+
+
+def mask_threshold(
+    A: np.ndarray,
+    L: np.ndarray | Callable[[np.ndarray], np.ndarray],
+    observed: np.ndarray | None = None,
+    *,
+    threshold: float | str = "auto",
+    threshold_k: float = 4.0,
+) -> tuple[float, float | None]:
+    """The threshold of the residual rule on ``|A - L|``, and the noise level behind it.
+
+    Parameters
+    ----------
+    A, L, observed
+        As for :func:`noise_level` (``L`` only read for ``threshold="auto"``).
+    threshold : float or "auto"
+        A fixed threshold in grey levels, or ``max(threshold_k * noise, 6)``.
+    threshold_k : float
+        See ``threshold``.
+
+    Returns
+    -------
+    threshold : float
+    noise : float or None
+        None for a fixed threshold.
+    """
+    if threshold != "auto":
+        return float(threshold), None
+    noise = noise_level(A, L, observed)
+    return max(threshold_k * noise, MIN_AUTO_THRESHOLD), noise
 
 
 def _disk(radius: int) -> np.ndarray:
@@ -194,11 +237,7 @@ def foreground_masks(
             raise InputError("the support rule needs the sparse part S: use --mask-rule residual")
         np.not_equal(S, 0, out=raw)
     elif rule == "residual":
-        if threshold == "auto":
-            noise = noise_level(A, L, observed)
-            value = max(threshold_k * noise, MIN_AUTO_THRESHOLD)
-        else:
-            value = float(threshold)
+        value, noise = mask_threshold(A, L, observed, threshold=threshold, threshold_k=threshold_k)
         rows = max(1, _BLOCK // (A[0].size if A.ndim > 1 else 1))
         tmp = np.empty((min(rows, len(A)), *A.shape[1:]), dtype=np.float32)
         for lo in range(0, len(A), rows):

@@ -20,12 +20,13 @@ from typing import Any
 
 import cv2
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from bpvideo import __version__, _kernels
 from bpvideo.baselines import godec, ialm, rpca_gd
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate import check_groundtruth, evaluate, input_is_video
-from bpvideo.masks import foreground_masks
+from bpvideo.masks import foreground_masks, mask_threshold
 from bpvideo.preview import contact_sheet, preview_frames
 from bpvideo.reader import (
     FrameSource,
@@ -46,14 +47,13 @@ from bpvideo.solver import (
 )
 from bpvideo.writer import (
     SUMMARY,
+    MaskWriter,
     OutputDir,
     RawMaskSink,
     VideoStream,
     atomic_write_bytes,
     encode_png,
     write_json,
-    write_masks,
-    write_streams,
 )
 
 __all__ = [
@@ -95,7 +95,7 @@ def solve(
     the result's ``converged`` flag. ``L0``/``S0`` give an explicit starting point (the
     warm start of a window); otherwise ``settings.init`` chooses it.
     """
-    A = video.data
+    A = video.data if video.data.dtype.kind == "f" else video.data.astype(np.float32)
     kwargs: dict[str, Any] = dict(settings.solver_kwargs(), mask=video.mask, callback=callback)
     if (L0 is not None or S0 is not None) and "init" in kwargs:  # baselines start their own way
         kwargs.update(L0=L0, S0=S0)
@@ -115,6 +115,16 @@ def solve(
 
 def _to_uint8(x: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+
+
+def masked_frames(frames: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``frames`` where ``masks`` is set, 0 elsewhere: (k, H, W[, C]) uint8 frames and
+    (k, H, W) bool masks (``np.where(masks[..., None], frames, 0)``, by OpenCV)."""
+    out = np.zeros_like(frames)
+    m = np.ascontiguousarray(masks).view(np.uint8)
+    for j in range(len(frames)):
+        cv2.copyTo(frames[j], m[j], out[j])
+    return out
 
 
 def columns_to_frames(matrix: np.ndarray, frame_shape: tuple[int, ...]) -> np.ndarray:
@@ -273,7 +283,12 @@ def plan_window(
 def _window_video(
     chunk: list[tuple[int, np.ndarray]], settings: SeparateSettings, fps: float, name: str
 ) -> Video:
-    """The float32 matrix of one window, from its uint8 frames."""
+    """The data matrix of one window, from its uint8 frames.
+
+    The matrix stays uint8 (the pixels are integers): :func:`solve` converts it to float32
+    when the solver runs on it, which it does not at a solve scale below 1 (the solver
+    gets a downscaled copy; masks read the uint8 pixels).
+    """
     numbers = [number for number, _ in chunk]
     stack = np.stack([frame for _, frame in chunk])
     if settings.gray:
@@ -282,10 +297,10 @@ def _window_video(
         planes = stack
     n = planes.shape[0]
     flat = planes.reshape(n, -1)
-    if max(flat.shape) < 2**31:  # transpose the uint8 frames (OpenCV), then convert
-        data = cv2.transpose(flat).astype(np.float32)
+    if max(flat.shape) < 2**31:  # transpose the uint8 frames (OpenCV)
+        data = cv2.transpose(flat)
     else:  # pragma: no cover
-        data = np.ascontiguousarray(flat.T, dtype=np.float32)
+        data = np.ascontiguousarray(flat.T)
     return Video(
         data=data,
         frames=stack,
@@ -308,8 +323,9 @@ AUTO_SOLVE_SCALE = 0.25
 #: Frames sampled (evenly) for the per-pixel median whose fine detail is added back to an
 #: upsampled background.
 DETAIL_FRAMES = 64
-#: Channels per ``cv2.resize`` call (OpenCV 4 allows 512, OpenCV 5 only 128).
-_RESIZE_CHANNELS = 128
+#: Channels per ``cv2.resize`` call (OpenCV 4 allows 512, OpenCV 5 only 128; fewer keep
+#: the float32 copy of a block of uint8 frames small).
+_RESIZE_CHANNELS = 32
 
 
 def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> float:
@@ -349,16 +365,19 @@ def resize_columns(
     frames are resized together without transposing them (blocks of 128 channels, the
     limit of ``cv2.resize``); each channel is resized on its own, as frame by frame.
 
-    Returns the m' x n float32 matrix of the resized frames, in the same layout.
+    ``data`` may be float32 or uint8. Returns the m' x n float32 matrix of the resized
+    frames, in the same layout.
     """
     h, w = frame_shape[:2]
     n = data.shape[1]
     channels = data.size // (h * w)
-    src = np.ascontiguousarray(data, dtype=np.float32).reshape(h, w, channels)
+    src = np.ascontiguousarray(data).reshape(h, w, channels)
     out = np.empty((size[1], size[0], channels), dtype=np.float32)
     for lo in range(0, channels, _RESIZE_CHANNELS):
         hi = min(channels, lo + _RESIZE_CHANNELS)
-        block = src if hi - lo == channels else np.ascontiguousarray(src[:, :, lo:hi])
+        block = src if hi - lo == channels else src[:, :, lo:hi]
+        # one block at a time in float32 (uint8 data is never converted whole)
+        block = np.ascontiguousarray(block, dtype=np.float32)
         res = cv2.resize(block, size, interpolation=interpolation)
         out[:, :, lo:hi] = res.reshape(size[1], size[0], hi - lo)
     return out.reshape(-1, n)
@@ -414,7 +433,61 @@ def median_detail(
     return med
 
 
-def upsample_background(
+class Background:
+    """The full-resolution background ``L`` (m x k) of a window: dense, or ``left @ right.T``.
+
+    A solve on downscaled frames gives ``L`` as a product of thin factors
+    (:func:`upsample_factors`); its columns are then formed a few frames at a time, as the
+    outputs are written, and ``L`` is never held whole.
+
+    Parameters
+    ----------
+    dense : (m, k) ndarray, optional
+        ``L`` itself.
+    left, right : (m, q) and (k, q) ndarray, optional
+        ``L = left @ right.T`` (when ``dense`` is None).
+    """
+
+    def __init__(
+        self,
+        dense: np.ndarray | None = None,
+        left: np.ndarray | None = None,
+        right: np.ndarray | None = None,
+    ) -> None:
+        if dense is None and (left is None or right is None):
+            raise ValueError("a Background needs dense, or left and right")
+        self.dense = dense
+        self.left = left
+        self.right = right
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(m, k)``."""
+        if self.dense is not None:
+            return self.dense.shape
+        return (self.left.shape[0], self.right.shape[0])
+
+    def columns(self, lo: int, hi: int) -> np.ndarray:
+        """Columns ``lo:hi`` of ``L``, m x (hi - lo) float32 (a view when dense)."""
+        if self.dense is not None:
+            return self.dense[:, lo:hi]
+        return self.left @ self.right[lo:hi].T
+
+    def take(self, cols: np.ndarray) -> np.ndarray:
+        """Columns ``cols`` of ``L``, a C-contiguous m x len(cols) array."""
+        if self.dense is not None:
+            return np.ascontiguousarray(self.dense[:, cols])
+        return self.left @ self.right[cols].T
+
+    def entries(self, index: np.ndarray) -> np.ndarray:
+        """Entries of ``L`` at flat (C-order) indices (see :func:`~bpvideo.masks.noise_level`)."""
+        if self.dense is not None:
+            return self.dense.reshape(-1)[index]
+        rows, cols = np.divmod(index, self.shape[1])
+        return np.einsum("ij,ij->i", self.left[rows], self.right[cols])
+
+
+def upsample_factors(
     result: SolverResult,
     columns: slice,
     small_shape: tuple[int, ...],
@@ -422,12 +495,13 @@ def upsample_background(
     detail: np.ndarray,
     previous_detail: np.ndarray | None = None,
     ramp_from: int = 0,
-) -> np.ndarray:
-    """Full-resolution background of a solve on downscaled frames.
+) -> Background:
+    """Full-resolution background of a solve on downscaled frames, as thin factors.
 
     ``L = up(L_small) + detail``, ``up`` = ``INTER_LINEAR``. When the solver kept ``L``
     in factored form (``result.factors = (U, V)``, ``L = U V^T``) only the r columns of
-    ``U`` are resized (resizing is linear): ``L = [up(U), detail] [V, 1]^T``, one product.
+    ``U`` are resized (resizing is linear): ``L = [up(U), detail] [V, 1]^T``; otherwise
+    the columns of ``L_small`` are resized and ``L = [up(L_small), detail] [I, 1]^T``.
 
     With ``previous_detail`` (the detail added to the previous window's last frame), the
     detail moves linearly from it to ``detail`` across the columns written, so that the
@@ -451,7 +525,7 @@ def upsample_background(
 
     Returns
     -------
-    (m, k) float32 ndarray
+    Background
     """
     size = solved_video_size(frame_shape)
     k = len(range(*columns.indices(result.L.shape[1])))
@@ -464,15 +538,31 @@ def upsample_background(
     factors = result.factors
     if factors is not None and factors[0].shape[0] == result.L.shape[0]:
         U, V = factors
-        U_up = resize_columns(np.asarray(U, dtype=np.float32), small_shape, size,
-                              cv2.INTER_LINEAR)  # fmt: skip
-        left = np.hstack([U_up, *extra_u])
-        right = np.hstack([np.asarray(V[columns], dtype=np.float32), *extra_v])
-        return left @ right.T
-    L = resize_columns(result.L[:, columns], small_shape, size, cv2.INTER_LINEAR)
-    for u, v in zip(extra_u, extra_v, strict=True):
-        L += u * v.T
-    return L
+        U = np.asarray(U, dtype=np.float32)
+        V = np.asarray(V[columns], dtype=np.float32)
+    else:
+        U = result.L[:, columns]
+        V = np.eye(k, dtype=np.float32)
+    U_up = resize_columns(U, small_shape, size, cv2.INTER_LINEAR)
+    left = np.hstack([U_up, *extra_u]).astype(np.float32, copy=False)
+    right = np.hstack([V, *extra_v]).astype(np.float32, copy=False)
+    return Background(left=np.ascontiguousarray(left), right=np.ascontiguousarray(right))
+
+
+def upsample_background(
+    result: SolverResult,
+    columns: slice,
+    small_shape: tuple[int, ...],
+    frame_shape: tuple[int, ...],
+    detail: np.ndarray,
+    previous_detail: np.ndarray | None = None,
+    ramp_from: int = 0,
+) -> np.ndarray:
+    """:func:`upsample_factors` as a dense (m, k) float32 matrix."""
+    bg = upsample_factors(
+        result, columns, small_shape, frame_shape, detail, previous_detail, ramp_from
+    )
+    return bg.columns(0, bg.shape[1])
 
 
 def solve_window(
@@ -484,7 +574,7 @@ def solve_window(
     scale: float | None = None,
     previous_detail: np.ndarray | None = None,
     new_from: int = 0,
-) -> tuple[SolverResult, np.ndarray, np.ndarray | None, np.ndarray | None]:
+) -> tuple[SolverResult, Background, np.ndarray | None, np.ndarray | None]:
     """Solve one window (with the previous window's background columns when ``carried``).
 
     With a solve scale < 1 the solver runs on frames downscaled by that factor
@@ -506,9 +596,10 @@ def solve_window(
     Returns
     -------
     result, L, S, detail
-        The solver's result, the full-resolution ``L`` and ``S`` of the window's frames
-        (``S`` None when downscaled and not needed by the mask rule), and the detail image
-        added to ``L`` (None at full resolution).
+        The solver's result, the full-resolution ``L`` (a :class:`Background`: dense at
+        full resolution, factored when downscaled) and ``S`` of the window's frames (``S``
+        None when downscaled and not needed by the mask rule), and the detail image added
+        to ``L`` (None at full resolution).
     """
     full_shape = tuple(video.frame_shape)
     if scale is None:
@@ -546,9 +637,9 @@ def solve_window(
         del L0, S0, solved
     own = slice(carry, result.L.shape[1])
     if scale >= 1.0:
-        return result, result.L[:, own], result.S[:, own], None
+        return result, Background(result.L[:, own]), result.S[:, own], None
     detail = median_detail(video.data, full_shape, size)
-    L = upsample_background(
+    L = upsample_factors(
         result, own, small_shape, full_shape, detail, previous_detail, ramp_from=new_from
     )
     S = None
@@ -670,6 +761,19 @@ def _windows(
             yield used + chunk, len(used)
 
 
+def _solve_entries(
+    source: FrameSource, settings: SeparateSettings, window: int | None, solve_scale: float
+) -> int:
+    """Entries of the matrix the solver will get for a window (estimated before reading)."""
+    w, h = (source.width, source.height)
+    if solve_scale < 1.0:
+        w, h = _scaled_size((h, w), solve_scale)
+    frames = window or source.frame_count or AUTO_WHOLE_MAX
+    if window is not None:
+        frames += CARRY_FRAMES
+    return w * h * (1 if settings.gray else 3) * frames
+
+
 class _WarmUp(threading.Thread):
     """:func:`bpvideo._kernels.warm_up` in a daemon thread; :meth:`join` re-raises."""
 
@@ -710,6 +814,126 @@ class _Still:
 
     def median(self) -> np.ndarray:
         return _to_uint8(np.median(np.stack(self.kept), axis=0))
+
+
+#: Frames whose outputs are formed at a time (background columns, residual, masks,
+#: foreground): a window's full-resolution background and masks are never held whole,
+#: and the encoders get frames while the next ones are formed.
+OUTPUT_FRAMES = 32
+
+
+class _Outputs:
+    """The outputs of :func:`separate`, formed and written a few frames at a time.
+
+    Both videos go to ffmpeg encoders fed by their own threads
+    (:class:`~bpvideo.writer.VideoStream`), masks into the staging folder (and
+    ``--masks-to``), background frames to the ``background.png`` median and the preview.
+    """
+
+    def __init__(
+        self,
+        outdir: OutputDir,
+        settings: SeparateSettings,
+        fps: float,
+        ext: str,
+        frame_count: int | None,
+    ) -> None:
+        self.outdir = outdir
+        self.settings = settings
+        lossless = settings.lossless
+        self.bg_stream = VideoStream(outdir.stage(f"background.{ext}"), fps, lossless=lossless)
+        self.fg_stream = VideoStream(outdir.stage(f"foreground.{ext}"), fps, lossless=lossless)
+        self.sink = RawMaskSink(settings.masks_to) if settings.masks_to else None
+        self.mask_files = MaskWriter(outdir.stage("masks"))
+        self.still = _Still()
+        self.shown = _PreviewFrames(frame_count) if settings.preview else None
+        self.written = 0
+        self.fg_pixels = 0
+
+    def open(self, size: tuple[int, int]) -> None:
+        """Start both encoders for frames of ``size`` (H, W)."""
+        self.bg_stream.open(size if self.settings.gray else (*size, 3))
+        self.fg_stream.open((*size, 3))
+
+    def window(
+        self,
+        video: Video,
+        L: Background,
+        S: np.ndarray | None,
+        new_from: int,
+        seconds: dict[str, float],
+    ) -> tuple[float | None, float | None]:
+        """Write the frames ``new_from:`` of a solved window; return (threshold, noise).
+
+        The automatic threshold is set from the whole window's residual first
+        (:func:`~bpvideo.masks.mask_threshold`), then masks are made and written
+        :data:`OUTPUT_FRAMES` at a time.
+        """
+        st = self.settings
+        t = time.perf_counter()
+        threshold: float | None = None
+        noise: float | None = None
+        if st.mask_rule == "residual":
+            level = L.dense if L.dense is not None else L.entries
+            threshold, noise = mask_threshold(
+                video.data, level, video.mask, threshold=st.threshold, threshold_k=st.threshold_k
+            )
+        seconds["masks"] += time.perf_counter() - t
+        n = video.n_frames
+        shape = video.frame_shape
+        for lo in range(new_from, n, OUTPUT_FRAMES):
+            hi = min(n, lo + OUTPUT_FRAMES)
+            t = time.perf_counter()
+            Lc = L.columns(lo, hi)
+            masks = foreground_masks(
+                video.data[:, lo:hi],
+                Lc,
+                None if S is None else S[:, lo:hi],
+                shape,
+                rule=st.mask_rule,
+                threshold=st.threshold if threshold is None else threshold,
+                observed=None if video.mask is None else video.mask[:, lo:hi],
+                open_radius=st.open_radius,
+                close_radius=st.close_radius,
+                min_area=st.min_area,
+            ).masks
+            t2 = time.perf_counter()
+            seconds["masks"] += t2 - t
+            background = columns_to_frames(Lc, shape)
+            del Lc
+            foreground = masked_frames(video.frames[lo:hi], masks)
+            self.bg_stream.write(background)
+            self.fg_stream.write(foreground)
+            if self.shown is not None:
+                self.shown.add(
+                    self.written, video.frames[lo:hi], background, foreground, masks, n - lo
+                )
+            self.mask_files.write(masks)
+            if self.sink is not None:
+                self.sink.write(masks)
+            self.still.add(background)
+            self.fg_pixels += int(np.count_nonzero(masks))
+            self.written += hi - lo
+            seconds["write"] += time.perf_counter() - t2
+        return threshold, noise
+
+    def close(self) -> None:
+        """Finish the videos, the raw masks, ``background.png`` and the preview."""
+        self.bg_stream.close()
+        self.fg_stream.close()
+        self.mask_files.close()
+        if self.sink is not None:
+            self.sink.close()
+        stage = self.outdir.stage
+        atomic_write_bytes(stage("background.png"), encode_png(self.still.median()))
+        if self.shown is not None:
+            atomic_write_bytes(stage("preview.png"), encode_png(self.shown.sheet()))
+
+    def abort(self) -> None:
+        """Stop the encoders and the mask writer (after a failure or an interruption)."""
+        self.bg_stream.abort()
+        self.fg_stream.abort()
+        self.mask_files.abort()
 
 
 def _check_window(video: Video, settings: SeparateSettings, name: str, whole: bool) -> None:
@@ -804,9 +1028,14 @@ def separate(
         window, whole_max = plan_window(
             settings, source.width, source.height, source.frame_count, name=source.name
         )
-        summary = _run_windows(
-            source, window, whole_max, outdir, out_path, settings, seconds, callback, t, t_start
-        )
+        # One BLAS thread throughout: the products outside the solver are thin (r + 2
+        # columns), and idle OpenBLAS threads spin for a while after each call, taking a
+        # core from the ffmpeg encoders (measured: 1.1 s of CPU on a 300-frame clip).
+        with threadpool_limits(limits=1, user_api="blas"):
+            summary = _run_windows(
+                source, window, whole_max, outdir, out_path, settings, seconds, callback, t,
+                t_start,
+            )  # fmt: skip
     finally:
         source.close()
     logger.info("wrote %s (%.2fs in all)", out_path, seconds["total"])
@@ -829,31 +1058,27 @@ def _run_windows(
     # process), not while solving; in a thread, which signals never interrupt (an
     # interrupt that arrives while numba reads its cache is printed as a traceback from a
     # ctypes callback when it lands there).
-    warm = _WarmUp() if settings.method in ("bestpair", "ncf") else None
+    solve_scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
+    warm = None
+    if settings.method in ("bestpair", "ncf") and _kernels.numba_for(
+        _solve_entries(source, settings, window, solve_scale)
+    ):
+        warm = _WarmUp()
     name = source.name
     ext = "mkv" if settings.lossless else "mp4"
     fps = source.fps
-    masks_to = settings.masks_to
     numbers: list[int] = []
     reports: list[dict[str, Any]] = []
-    still = _Still()
-    fg_pixels = 0
     observed = 0.0
     carried: np.ndarray | None = None
     detail: np.ndarray | None = None
-    solve_scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
     frame_shape: tuple[int, ...] = ()
     index = 0
-    shown = _PreviewFrames(source.frame_count) if settings.preview else None
     with outdir:
-        bg_stream = VideoStream(outdir.stage(f"background.{ext}"), fps, lossless=settings.lossless)
-        fg_stream = VideoStream(outdir.stage(f"foreground.{ext}"), fps, lossless=settings.lossless)
-        sink = RawMaskSink(masks_to) if masks_to else None
+        outputs = _Outputs(outdir, settings, fps, ext, source.frame_count)
         try:
             # ffmpeg loads while the frames are read and solved
-            size = (source.height, source.width)
-            bg_stream.open(size if settings.gray else (*size, 3))
-            fg_stream.open((*size, 3))
+            outputs.open((source.height, source.width))
             chunks = _windows(
                 source.frames, window, settings.overlap, whole_max, 2 * settings.rank + 2
             )
@@ -914,41 +1139,15 @@ def _run_windows(
                 )
                 seconds["solve"] += time.perf_counter() - t
 
-                t = time.perf_counter()
-                fg = foreground_masks(
-                    video.data,
-                    L,
-                    S,
-                    video.frame_shape,
-                    rule=settings.mask_rule,
-                    threshold=settings.threshold,
-                    threshold_k=settings.threshold_k,
-                    observed=video.mask,
-                    open_radius=settings.open_radius,
-                    close_radius=settings.close_radius,
-                    min_area=settings.min_area,
-                )
-                seconds["masks"] += time.perf_counter() - t
-
-                t = time.perf_counter()
                 new = slice(new_from, n)
-                masks = fg.masks[new]
-                background = columns_to_frames(L[:, new], video.frame_shape)
-                foreground = np.where(masks[..., None], video.frames[new], np.uint8(0))
-                write_streams([(bg_stream, background), (fg_stream, foreground)])
-                if shown is not None:
-                    shown.add(len(numbers), video.frames[new], background, foreground, masks)
-                write_masks(outdir.stage("masks"), masks, first=len(numbers) + 1)
-                if sink is not None:
-                    sink.write(masks)
-                still.add(background)
-                fg_pixels += int(masks.sum())
+                threshold, noise = outputs.window(video, L, S, new_from, seconds)
+                t = time.perf_counter()
                 numbers.extend(video.frame_numbers[new])
                 if window is not None and CARRY_FRAMES > 0:
                     pick = np.unique(
                         np.linspace(0, n - 1, min(n, CARRY_FRAMES)).round().astype(int)
                     )
-                    carried = np.ascontiguousarray(L[:, pick])
+                    carried = L.take(pick)
                 observed += (
                     n - new_from
                     if video.mask is None
@@ -965,8 +1164,8 @@ def _run_windows(
                         "converged": result.converged,
                         "residual": result.residual,
                         "change": result.changes[-1] if result.changes else None,
-                        "threshold": fg.threshold,
-                        "noise": fg.noise,
+                        "threshold": threshold,
+                        "noise": noise,
                     }
                 )
                 if len(reports) > 1 or (window is not None and n == window):
@@ -991,32 +1190,25 @@ def _run_windows(
                         seconds["solve"],
                     )
                 index += 1
-                del video, result, fg, masks, background, foreground, L, S
+                del video, result, L, S
                 t_read = time.perf_counter()
             if not numbers:
                 raise InputError(_nothing_selected(source, settings))
             t = time.perf_counter()
-            bg_stream.close()
-            fg_stream.close()
-            if sink is not None:
-                sink.close()
-            atomic_write_bytes(outdir.stage("background.png"), encode_png(still.median()))
-            if shown is not None:
-                atomic_write_bytes(outdir.stage("preview.png"), encode_png(shown.sheet()))
+            outputs.close()
             seconds["write"] += time.perf_counter() - t
         except BaseException:
-            bg_stream.abort()
-            fg_stream.abort()
+            outputs.abort()
             raise
         summary = _summary(
             name, out_path, settings, numbers, frame_shape, fps, reports, window,
-            fg_pixels, observed, ext,
+            outputs.fg_pixels, observed, ext,
         )  # fmt: skip
         # A truncated video read with --allow-partial: the frames it should have had.
         summary["solver"]["solve_scale"] = solve_scale  # settings may say "auto"
         summary["partial"] = source.partial
         summary["frames_expected"] = source.frames_expected if source.partial else len(numbers)
-        if shown is not None:
+        if settings.preview:
             summary["outputs"]["preview"] = "preview.png"
         if settings.groundtruth is not None:
             summary["evaluation"] = _evaluate_staged(outdir, source, numbers, settings)
@@ -1056,14 +1248,16 @@ class _PreviewFrames:
         background: np.ndarray,
         foreground: np.ndarray,
         masks: np.ndarray,
+        span: int | None = None,
     ) -> None:
-        """Offer the frames ``first, first + 1, ...`` of the clip."""
+        """Offer the frames ``first, first + 1, ...`` of the clip.
+
+        ``span``: frames of the window these belong to, from ``first`` on (the sheet of a
+        clip of unknown length shows frames of its first window).
+        """
         if self.wanted is None:
-            if self.kept:
-                return
-            picks = preview_frames(len(masks))
-        else:
-            picks = [i - first for i in sorted(self.wanted) if first <= i < first + len(masks)]
+            self.wanted = {first + i for i in preview_frames(span or len(masks))}
+        picks = [i - first for i in sorted(self.wanted) if first <= i < first + len(masks)]
         for i in picks:
             self.kept.append((frames[i], background[i], foreground[i], masks[i]))
 

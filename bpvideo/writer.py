@@ -23,14 +23,18 @@ import errno
 import json
 import logging
 import os
+import queue
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +45,7 @@ from bpvideo.errors import InputError, WorkError
 
 __all__ = [
     "OUTPUT_NAMES",
+    "MaskWriter",
     "OutputDir",
     "RawMaskSink",
     "VideoStream",
@@ -141,11 +146,118 @@ def write_masks(folder: Path, masks: Iterable[np.ndarray], *, first: int = 1) ->
     return count
 
 
-class VideoStream:
-    """An ffmpeg encoder (from imageio-ffmpeg) that takes frames as they are finished.
+class _Worker:
+    """A daemon thread that runs ``work(item)`` on queued items, in order.
 
-    The child process stays open across :meth:`write` calls, so a long video is encoded
-    without holding its frames.
+    The first error is kept and handed to the caller: :meth:`put` raises it, and
+    :meth:`finish` returns it; items queued after it are dropped. Used to encode videos
+    and masks while the main thread forms the next frames (pipe writes, PNG encoding and
+    file writes release the interpreter lock).
+    """
+
+    def __init__(self, work: Callable[[Any], None], maxsize: int, name: str) -> None:
+        self._work = work
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, maxsize))
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                return
+            if self.error is None:
+                try:
+                    self._work(item)
+                except BaseException as exc:  # handed to the caller
+                    self.error = exc
+
+    def put(self, item: Any) -> None:
+        """Queue ``item`` (waits while the queue is full); raises the thread's error."""
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                if not self._thread.is_alive():  # pragma: no cover - cannot happen
+                    self.error = RuntimeError(f"{self._thread.name} stopped")
+
+    def finish(self) -> BaseException | None:
+        """Wait until every item is done; return the error, if any."""
+        with contextlib.suppress(BaseException):
+            self._queue.put(_END)
+        self._thread.join()
+        return self.error
+
+    def stop(self) -> None:
+        """Drop the queued items and wait for the thread to end (its current item ends
+        first: stop what it waits on, such as a child process, before)."""
+        self.error = self.error or RuntimeError("stopped")
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self._queue.get_nowait()
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(_END)
+            self._thread.join(0.05)
+
+
+_END = object()
+
+
+class MaskWriter:
+    """``bin%06d.png`` masks (0/255), numbered from 1, written by a thread.
+
+    Parameters
+    ----------
+    folder : Path
+        Destination folder (created).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+        self._worker = _Worker(self._write, 8, "bpvideo-masks")
+
+    def _write(self, item: tuple[int, np.ndarray]) -> None:
+        first, images = item
+        for j, image in enumerate(images):
+            (self.folder / f"bin{first + j:06d}.png").write_bytes(encode_png(image))
+
+    def write(self, masks: np.ndarray) -> None:
+        """Queue (k, H, W) boolean masks, the next k frames.
+
+        Raises
+        ------
+        OSError
+            From an earlier write that failed (disk full...).
+        """
+        images = np.multiply(np.ascontiguousarray(masks).view(np.uint8), 255, dtype=np.uint8)
+        self._worker.put((self.count + 1, images))
+        self.count += len(images)
+
+    def close(self) -> None:
+        """Wait for the files; raise the error of a write that failed."""
+        error = self._worker.finish()
+        if error is not None:
+            raise error
+
+    def abort(self) -> None:
+        """Stop writing (after a failure or an interruption)."""
+        self._worker.stop()
+
+
+class VideoStream:
+    """An ffmpeg encoder that takes frames as they are finished, fed by its own thread.
+
+    The child process (the ffmpeg binary of imageio-ffmpeg) stays open across
+    :meth:`write` calls, so a long video is encoded without holding its frames. Frames
+    are queued (at most :data:`QUEUE_BYTES`) and written into ffmpeg's pipe by a thread,
+    so that the caller goes on computing while ffmpeg encodes; a pipe write releases the
+    interpreter lock.
 
     Parameters
     ----------
@@ -160,7 +272,8 @@ class VideoStream:
     -----
     H.264 in yuv420p needs even sizes: odd frames are padded by one replicated row or
     column (players and browsers refuse odd sizes). The size and colour are taken from the
-    first frame written.
+    first frame written. The frames handed to :meth:`write` must not be changed afterwards
+    (they are written later, from the queue).
     """
 
     def __init__(self, path: Path, fps: float, *, lossless: bool = False) -> None:
@@ -168,12 +281,14 @@ class VideoStream:
         self.fps = float(fps)
         self.lossless = lossless
         self.frames_written = 0
-        self._writer: Any = None
+        self._proc: subprocess.Popen | None = None
+        self._worker: _Worker | None = None
+        self._log: Any = None
         self._pad: tuple[int, int] = (0, 0)
         self._colour = False
         self._shape: tuple[int, ...] = ()
 
-    def _open(self, frame: np.ndarray) -> None:
+    def _command(self, frame: np.ndarray) -> list[str]:
         import imageio_ffmpeg
 
         colour = frame.ndim == 3
@@ -184,24 +299,49 @@ class VideoStream:
         else:
             codec, pix_out = "libx264", "yuv420p"
             params = ["-crf", "18", "-preset", "veryfast", "-movflags", "+faststart"]
-        self._writer = imageio_ffmpeg.write_frames(
-            str(self.path),
-            (w + pad_w, h + pad_h),
-            fps=self.fps,
-            codec=codec,
-            pix_fmt_in="bgr24" if colour else "gray",
-            pix_fmt_out=pix_out,
-            macro_block_size=1,
-            quality=None,
-            output_params=params,
-            ffmpeg_log_level="error",
-        )
         self._pad = (pad_h, pad_w)
         self._colour = colour
         self._shape = frame.shape
+        fps = Fraction(self.fps).limit_denominator()
+        return [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            "-hide_banner", "-loglevel", "error", "-y",
+            "-f", "rawvideo", "-pix_fmt", "bgr24" if colour else "gray",
+            "-s", f"{w + pad_w}x{h + pad_h}", "-r", str(fps), "-i", "-",
+            "-an", "-c:v", codec, "-pix_fmt", pix_out, *params, str(self.path),
+        ]  # fmt: skip
+
+    def _open(self, frame: np.ndarray) -> None:
+        cmd = self._command(frame)
+        self._log = tempfile.TemporaryFile()
         with _signals_deferred():  # ffmpeg starts here: let it start under supervision
-            self._writer.send(None)
-        _enlarge_pipe(self._writer)
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                **_no_sigint(),
+            )
+        _enlarge_pipe(self._proc.stdin)
+        frame_bytes = max(1, int(np.prod(frame.shape)))
+        stdin = self._proc.stdin
+        self._worker = _Worker(
+            lambda frame: stdin.write(memoryview(frame).cast("B")),
+            max(4, QUEUE_BYTES // frame_bytes),
+            "bpvideo-encoder",
+        )
+
+    def _failure(self, detail: object) -> WorkError:
+        message = ""
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.seek(0)
+                lines = self._log.read().decode(errors="replace").strip().splitlines()
+                message = lines[-1] if lines else ""
+        return WorkError(
+            f"{self.path}: ffmpeg could not write the video ({message or detail}): check free "
+            "disk space"
+        )
 
     def open(self, shape: tuple[int, ...]) -> None:
         """Start the encoder for frames of ``shape`` ((H, W) grey or (H, W, 3) BGR) now.
@@ -209,70 +349,109 @@ class VideoStream:
         Optional: :meth:`write` starts it on the first frame otherwise. Starting it early
         lets ffmpeg load while frames are still being read and solved.
         """
-        if self._writer is None:
+        if self._proc is None:
             self._open(np.empty(shape, dtype=np.uint8))
 
     def write(self, frames: Iterable[np.ndarray]) -> None:
-        """Encode ``frames``: (H, W) grey or (H, W, 3) BGR uint8 arrays.
+        """Queue ``frames``: (H, W) grey or (H, W, 3) BGR uint8 arrays, for encoding.
 
         Raises
         ------
         WorkError
-            If ffmpeg fails (disk full, ...).
+            If ffmpeg failed (disk full, ...).
         """
+        for frame in frames:
+            if self._proc is None:
+                self._open(frame)
+            if frame.shape != self._shape:
+                self.abort()
+                raise WorkError(
+                    f"{self.path}: a frame of {frame.shape} after frames of {self._shape}: "
+                    "every frame of a video must have one shape"
+                )
+            pad_h, pad_w = self._pad
+            if pad_h or pad_w:
+                widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if self._colour else ())
+                frame = np.pad(frame, widths, mode="edge")
+            self._put(np.ascontiguousarray(frame))
+            self.frames_written += 1
+
+    def _put(self, frame: np.ndarray) -> None:
+        assert self._worker is not None
         try:
-            for frame in frames:
-                if self._writer is None:
-                    self._open(frame)
-                if frame.shape != self._shape:
-                    raise RuntimeError(f"a frame of {frame.shape} after frames of {self._shape}")
-                pad_h, pad_w = self._pad
-                if pad_h or pad_w:
-                    widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if self._colour else ())
-                    frame = np.pad(frame, widths, mode="edge")
-                self._writer.send(np.ascontiguousarray(frame))
-                self.frames_written += 1
-        except (OSError, RuntimeError) as exc:
+            self._worker.put(frame)
+        except BaseException as exc:
             self.abort()
-            raise WorkError(
-                f"{self.path}: ffmpeg could not write the video ({exc}): check free disk space"
-            ) from None
+            raise self._failure(exc) from None
 
     def close(self) -> None:
-        """Finish the file (waits for ffmpeg)."""
-        if self._writer is None:
+        """Finish the file (waits for the queue and for ffmpeg).
+
+        Raises
+        ------
+        WorkError
+            If ffmpeg failed.
+        """
+        if self._proc is None:
             return
-        writer, self._writer = self._writer, None
+        assert self._worker is not None
+        error = self._worker.finish()
+        proc, self._proc = self._proc, None
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        code = proc.wait()
         try:
-            writer.close()
-        except (OSError, RuntimeError) as exc:
-            raise WorkError(
-                f"{self.path}: ffmpeg could not write the video ({exc}): check free disk space"
-            ) from None
+            if error is not None or code != 0:
+                raise self._failure(error or f"exit status {code}")
+        finally:
+            self._close_log()
 
     def abort(self) -> None:
         """Kill the encoder without raising (after a failure or an interruption)."""
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            with contextlib.suppress(BaseException):
-                writer.throw(KeyboardInterrupt())  # imageio-ffmpeg kills its child on this
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.kill()  # a write blocked in the feeding thread now fails
+        if self._worker is not None:
+            self._worker.stop()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        with contextlib.suppress(OSError):
+            proc.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+            self._log = None
 
 
+#: Bytes of frames queued for each encoder.
+QUEUE_BYTES = 16 << 20
 #: Bytes of the pipe to each encoder (Linux ``F_SETPIPE_SZ``; 64 KiB by default, less than
-#: one 320x240 BGR frame): a deeper pipe lets bpvideo hand over frames and go on while
-#: ffmpeg encodes them.
+#: one 320x240 BGR frame).
 PIPE_BYTES = 1 << 20
 
 
-def _enlarge_pipe(writer: Any) -> None:
-    """Deepen the stdin pipe of an imageio-ffmpeg writer, where the system allows it."""
+def _no_sigint() -> dict[str, Any]:
+    """Popen arguments that keep a terminal's Ctrl-C from the child (bpvideo stops it)."""
+    if os.name == "nt":  # pragma: no cover
+        return {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x200)}
+    if sys.version_info >= (3, 11):
+        return {"process_group": 0}
+    return {"start_new_session": True}  # pragma: no cover - Python 3.10
+
+
+def _enlarge_pipe(pipe: Any) -> None:
+    """Deepen a pipe to an encoder, where the system allows it."""
     try:
         import fcntl
 
-        proc = writer.gi_frame.f_locals["p"]  # imageio-ffmpeg's Popen of the encoder
-        fcntl.fcntl(proc.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
-    except (ImportError, AttributeError, KeyError, OSError, TypeError):
-        pass  # another platform or imageio-ffmpeg version: the default pipe works too
+        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass  # another platform: the default pipe works too
 
 
 def write_streams(pairs: Iterable[tuple[VideoStream, np.ndarray]]) -> None:

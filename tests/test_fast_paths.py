@@ -76,4 +76,4 @@ def test_interleaved_early_started_streams_write_the_same_videos(tmp_path: Path)
     c.open((24, 32))
     with pytest.raises(WorkError, match=r"c\.mkv"):
         c.write(scene.frames[:1])  # colour frames into a grey stream
-    assert c._writer is None  # aborted: no ffmpeg left running
+    assert c._proc is None  # aborted: no ffmpeg left running

@@ -106,7 +106,8 @@ def test_projection_same_on_both_paths_with_ties() -> None:
     for flag in (False, True):
         if flag and not _kernels.HAVE_NUMBA:
             continue
-        before = _kernels.use_numba(flag)
+        before = _kernels.use_numba()
+        _kernels.use_numba(flag)
         try:
             out[flag] = project_sparse(M, 0.2)
         finally:
@@ -135,7 +136,8 @@ def test_paths_give_same_iterates_on_video_like_data() -> None:
     A = scene.frames[..., 1].reshape(40, -1).T.astype(np.float32).copy()
     results = []
     for flag in (False, True):
-        before = _kernels.use_numba(flag)
+        before = _kernels.use_numba()
+        _kernels.use_numba(flag)
         try:
             results.append(best_pair(A, 2, 0.1, tol=1e-3, max_iter=100))
         finally:
