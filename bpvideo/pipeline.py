@@ -1070,7 +1070,7 @@ def _run_windows(
     numbers: list[int] = []
     reports: list[dict[str, Any]] = []
     observed = 0.0
-    carried: np.ndarray | None = None
+    carried: np.ndarray | tuple[Background, np.ndarray] | None = None
     detail: np.ndarray | None = None
     frame_shape: tuple[int, ...] = ()
     index = 0
@@ -1128,6 +1128,8 @@ def _run_windows(
                 if warm is not None:
                     warm.join()
                     warm = None
+                if isinstance(carried, tuple):
+                    carried = carried[0].take(carried[1])
                 result, L, S, detail = solve_window(
                     video,
                     settings,
@@ -1147,7 +1149,9 @@ def _run_windows(
                     pick = np.unique(
                         np.linspace(0, n - 1, min(n, CARRY_FRAMES)).round().astype(int)
                     )
-                    carried = L.take(pick)
+                    # kept as (background, columns) when factored: formed only if
+                    # another window comes
+                    carried = L.take(pick) if L.dense is not None else (L, pick)
                 observed += (
                     n - new_from
                     if video.mask is None

@@ -29,6 +29,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from bpvideo import _ffmpeg
 from bpvideo.errors import InputError, WorkError
 
 __all__ = [
@@ -209,20 +210,14 @@ def list_image_files(folder: Path) -> list[Path]:
 
 
 def _ffmpeg_reader(path: Path, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
-    import imageio_ffmpeg
-
-    bpp = 1 if pix_fmt == "gray" else 3
-    gen = imageio_ffmpeg.read_frames(str(path), pix_fmt=pix_fmt, bpp=bpp)
     try:
-        meta = next(gen)
-    except (OSError, RuntimeError, StopIteration) as exc:
-        gen.close()
+        return _ffmpeg.decode(str(path), pix_fmt)
+    except (OSError, RuntimeError, KeyError, ValueError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
             f"{path}: cannot be decoded as a video ({detail}): check the file, or re-encode "
             "it with ffmpeg -i IN -c:v libx264 OUT.mp4"
         ) from None
-    return gen, meta
 
 
 def probe(path: str | os.PathLike) -> VideoProbe:
@@ -266,6 +261,11 @@ def probe(path: str | os.PathLike) -> VideoProbe:
         )
     gen, meta = _ffmpeg_reader(p)
     gen.close()
+    return _video_probe(meta)
+
+
+def _video_probe(meta: dict) -> VideoProbe:
+    """The :class:`VideoProbe` of a video from ffmpeg's header (parsed)."""
     w, h = meta["size"]
     fps = float(meta.get("fps") or DEFAULT_FOLDER_FPS)
     duration = meta.get("duration")
@@ -280,6 +280,7 @@ def iter_frames(
     frames: int | None = None,
     step: int = 1,
     info: VideoProbe | None = None,
+    decoder: tuple[Iterator[bytes], dict] | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
 
@@ -291,6 +292,9 @@ def iter_frames(
         Frame selection: frames ``start, start + step, ...``, at most ``frames`` of them.
     info : VideoProbe, optional
         A probe of ``path`` already made.
+    decoder : (frames, meta), optional
+        An ffmpeg decoding ``path`` from its first frame, already started (the one
+        :func:`open_source` probed with); closed with this iterator.
 
     Yields
     ------
@@ -327,7 +331,7 @@ def iter_frames(
             count += 1
             yield number, image
         return
-    gen, meta = _ffmpeg_reader(p)
+    gen, meta = decoder if decoder is not None else _ffmpeg_reader(p)
     w, h = meta["size"]
     index = -1
     try:
@@ -615,9 +619,10 @@ class FrameSource:
 
     def close(self) -> None:
         """Stop reading (ends a decoding child process)."""
-        close = getattr(self.frames, "close", None)
-        if close is not None:
-            close()
+        for frames in (self.frames, getattr(self, "_decoder", None)):
+            close = getattr(frames, "close", None)
+            if close is not None:
+                close()
 
 
 def _scaled_size(w: int, h: int, scale: float) -> tuple[int, int]:
@@ -782,10 +787,8 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
     import subprocess
     import threading
 
-    import imageio_ffmpeg
-
     cmd = [
-        imageio_ffmpeg.get_ffmpeg_exe(),
+        _ffmpeg.executable(),
         "-hide_banner",
         "-loglevel",
         "error",
@@ -910,6 +913,7 @@ def open_source(
     InputError
         Missing or undecodable input (before any frame is consumed).
     """
+    decoder: tuple[Iterator[bytes], dict] | None = None
     if str(path) == "-":
         import sys
 
@@ -933,10 +937,17 @@ def open_source(
             rate = fps if fps is not None else header.fps / step
         selected = _select(raw, start, frames, step)
     else:
-        info = probe(path)
+        p = Path(path)
+        if p.is_file() and p.stat().st_size > 0 and p.suffix.lower() not in IMAGE_EXTENSIONS:
+            decoder = _ffmpeg_reader(p)  # one ffmpeg probes and decodes
+            info = _video_probe(decoder[1])
+        else:
+            info = probe(path)  # a folder, or an input refused with a clear message
         w, h = info.width, info.height
         name = str(path)
-        selected = iter_frames(path, start=start, frames=frames, step=step, info=info)
+        selected = iter_frames(
+            path, start=start, frames=frames, step=step, info=info, decoder=decoder
+        )
         count = _selected_count(info.frame_count, start, frames, step)
         rate = fps if fps is not None else info.fps / step
 
@@ -967,4 +978,6 @@ def open_source(
     sw, sh = _scaled_size(w, h, scale)
     source = FrameSource(name, sw, sh, float(rate), count, (w, h), scaled())
     source.total_frames = None if str(path) == "-" else info.frame_count
+    if decoder is not None:  # closed by close() even when no frame is read
+        source._decoder = decoder[0]
     return source

@@ -41,6 +41,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bpvideo import _ffmpeg
 from bpvideo.errors import InputError, WorkError
 
 __all__ = [
@@ -250,6 +251,10 @@ class MaskWriter:
         self._worker.stop()
 
 
+#: Bytes of frames queued for each encoder.
+QUEUE_BYTES = 16 << 20
+
+
 class VideoStream:
     """An ffmpeg encoder that takes frames as they are finished, fed by its own thread.
 
@@ -289,8 +294,6 @@ class VideoStream:
         self._shape: tuple[int, ...] = ()
 
     def _command(self, frame: np.ndarray) -> list[str]:
-        import imageio_ffmpeg
-
         colour = frame.ndim == 3
         h, w = frame.shape[:2]
         pad_h, pad_w = (0, 0) if self.lossless else (h % 2, w % 2)
@@ -304,7 +307,7 @@ class VideoStream:
         self._shape = frame.shape
         fps = Fraction(self.fps).limit_denominator()
         return [
-            imageio_ffmpeg.get_ffmpeg_exe(),
+            _ffmpeg.executable(),
             "-hide_banner", "-loglevel", "error", "-y",
             "-f", "rawvideo", "-pix_fmt", "bgr24" if colour else "gray",
             "-s", f"{w + pad_w}x{h + pad_h}", "-r", str(fps), "-i", "-",
@@ -320,9 +323,9 @@ class VideoStream:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=self._log,
-                **_no_sigint(),
+                **_ffmpeg.no_sigint(),
             )
-        _enlarge_pipe(self._proc.stdin)
+        _ffmpeg.enlarge_pipe(self._proc.stdin)
         frame_bytes = max(1, int(np.prod(frame.shape)))
         stdin = self._proc.stdin
         self._worker = _Worker(
@@ -428,32 +431,6 @@ class VideoStream:
             self._log = None
 
 
-#: Bytes of frames queued for each encoder.
-QUEUE_BYTES = 16 << 20
-#: Bytes of the pipe to each encoder (Linux ``F_SETPIPE_SZ``; 64 KiB by default, less than
-#: one 320x240 BGR frame).
-PIPE_BYTES = 1 << 20
-
-
-def _no_sigint() -> dict[str, Any]:
-    """Popen arguments that keep a terminal's Ctrl-C from the child (bpvideo stops it)."""
-    if os.name == "nt":  # pragma: no cover
-        return {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x200)}
-    if sys.version_info >= (3, 11):
-        return {"process_group": 0}
-    return {"start_new_session": True}  # pragma: no cover - Python 3.10
-
-
-def _enlarge_pipe(pipe: Any) -> None:
-    """Deepen a pipe to an encoder, where the system allows it."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
-    except (ImportError, AttributeError, OSError, ValueError):
-        pass  # another platform: the default pipe works too
-
-
 def write_streams(pairs: Iterable[tuple[VideoStream, np.ndarray]]) -> None:
     """Feed several encoders frame by frame in turn, so that they encode side by side.
 
@@ -521,7 +498,6 @@ class RawMaskSink:
     """
 
     def __init__(self, target: str) -> None:
-        import sys
 
         self.target = target
         self.to_stdout = target == "-"
