@@ -308,6 +308,7 @@ def _window_video(
         fps=fps,
         source=name,
         frame_numbers=numbers,
+        planes=planes,
     )
 
 
@@ -478,6 +479,12 @@ class Background:
         if self.dense is not None:
             return np.ascontiguousarray(self.dense[:, cols])
         return self.left @ self.right[cols].T
+
+    def frames(self, lo: int, hi: int, frame_shape: tuple[int, ...]) -> np.ndarray:
+        """Columns ``lo:hi`` of ``L`` as float32 frames, (hi - lo, *frame_shape)."""
+        if self.dense is not None:
+            return np.ascontiguousarray(self.dense[:, lo:hi].T).reshape(-1, *frame_shape)
+        return (self.right[lo:hi] @ self.left.T).reshape(-1, *frame_shape)
 
     def entries(self, index: np.ndarray) -> np.ndarray:
         """Entries of ``L`` at flat (C-order) indices (see :func:`~bpvideo.masks.noise_level`)."""
@@ -881,12 +888,17 @@ class _Outputs:
         seconds["masks"] += time.perf_counter() - t
         n = video.n_frames
         shape = video.frame_shape
+        # frame by frame (contiguous) when the frames are kept and nothing else is needed
+        by_frames = video.planes is not None and video.mask is None and S is None
         for lo in range(new_from, n, OUTPUT_FRAMES):
             hi = min(n, lo + OUTPUT_FRAMES)
             t = time.perf_counter()
-            Lc = L.columns(lo, hi)
+            if by_frames:
+                A, Lc = video.planes[lo:hi], L.frames(lo, hi, shape)
+            else:
+                A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
             masks = foreground_masks(
-                video.data[:, lo:hi],
+                A,
                 Lc,
                 None if S is None else S[:, lo:hi],
                 shape,
@@ -899,8 +911,12 @@ class _Outputs:
             ).masks
             t2 = time.perf_counter()
             seconds["masks"] += t2 - t
-            background = columns_to_frames(Lc, shape)
-            del Lc
+            if by_frames:
+                flat = Lc.reshape(len(Lc), -1)  # rounded and saturated, as columns_to_frames
+                background = cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(Lc.shape)
+            else:
+                background = columns_to_frames(Lc, shape)
+            del A, Lc
             foreground = masked_frames(video.frames[lo:hi], masks)
             self.bg_stream.write(background)
             self.fg_stream.write(foreground)

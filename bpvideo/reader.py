@@ -81,6 +81,8 @@ class Video:
         for image folders, the 0-based decode index for videos.
     mask : (m, n) bool ndarray or None
         Observation mask (True = observed), or None when fully observed.
+    planes : (n, *frame_shape) uint8 ndarray or None
+        The frames of ``data`` one after another (its transpose), when kept.
     """
 
     data: np.ndarray
@@ -94,6 +96,7 @@ class Video:
     frames_expected: int | None = None
     total_frames: int | None = None
     partial_reason: str | None = None
+    planes: np.ndarray | None = None
 
     @property
     def n_frames(self) -> int:
