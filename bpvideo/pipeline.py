@@ -585,7 +585,7 @@ def solve_window(
     """Solve one window (with the previous window's background columns when ``carried``).
 
     With a solve scale < 1 the solver runs on frames downscaled by that factor
-    (``cv2.INTER_AREA``); ``L`` is upsampled back (:func:`upsample_background`: the
+    (``cv2.INTER_AREA``); ``L`` is upsampled back (:func:`upsample_factors`: the
     solver's factors ``INTER_LINEAR``, plus the fine detail of the per-pixel median frame,
     :func:`median_detail`, moving from ``previous_detail`` across the window), and ``S``
     (nearest, only for ``--mask-rule support``), so that masks and outputs are computed at

@@ -122,6 +122,11 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def _write_mask_png(folder: Path, number: int, image: np.ndarray) -> None:
+    """``folder/bin%06d.png`` of a 0/255 uint8 mask."""
+    (folder / f"bin{number:06d}.png").write_bytes(encode_png(image))
+
+
 def write_masks(folder: Path, masks: Iterable[np.ndarray], *, first: int = 1) -> int:
     """Write ``bin%06d.png`` files (0/255), numbered from ``first``.
 
@@ -142,8 +147,7 @@ def write_masks(folder: Path, masks: Iterable[np.ndarray], *, first: int = 1) ->
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for count, mask in enumerate(masks, start=1):
-        image = np.where(mask, np.uint8(255), np.uint8(0))
-        (folder / f"bin{first + count - 1:06d}.png").write_bytes(encode_png(image))
+        _write_mask_png(folder, first + count - 1, np.where(mask, np.uint8(255), np.uint8(0)))
     return count
 
 
@@ -226,7 +230,7 @@ class MaskWriter:
     def _write(self, item: tuple[int, np.ndarray]) -> None:
         first, images = item
         for j, image in enumerate(images):
-            (self.folder / f"bin{first + j:06d}.png").write_bytes(encode_png(image))
+            _write_mask_png(self.folder, first + j, image)
 
     def write(self, masks: np.ndarray) -> None:
         """Queue (k, H, W) boolean masks, the next k frames.
