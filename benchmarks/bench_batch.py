@@ -2,7 +2,7 @@
 
 Generates 8 synthetic street clips (:func:`bpvideo.synthetic.make_scene`, 160x120, 100
 frames, different seeds) in a temporary folder, writes one config whose single job is a
-glob over them, and runs the batch (in-process, through :func:`bpvideo.batch.run_batch`,
+glob over them, and runs the batch (in-process, through :func:`bpvideo.batch.run.run_batch`,
 the code path of the CLI) with:
 
 - ``local-1``: ``--workers 1`` (one worker process, one BLAS thread);
@@ -39,9 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bpvideo.batch import BatchOptions, default_workers, run_batch
+from bpvideo.batch.run import BatchOptions, default_workers, run_batch
+from bpvideo.io.writers import write_video
 from bpvideo.synthetic import make_scene
-from bpvideo.writer import write_video
 
 
 def _burn(n: int = 20_000_000) -> float:

@@ -110,7 +110,7 @@ def opencv_child(method: str, clip: str, frames: int, outdir: str, ffmpeg: str) 
 
 def bpvideo_child(args: list[str]) -> dict:
     """Run ``bpvideo separate ARGS`` in this process; report its summary and peak memory."""
-    from bpvideo.cli import main
+    from bpvideo._cli import main
 
     code = main(["separate", *args, "--json", "-q"])
     if code:

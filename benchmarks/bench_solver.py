@@ -57,13 +57,13 @@ def make_matrix(width: int, height: int, frames: int, path: Path) -> None:
 
 def child(path: str, rank: int, method: str, sparsity: float, tol: float, sweeps: int) -> dict:
     """Solve once in this process and return the measurements."""
-    from bpvideo import _kernels
     from bpvideo.errors import ConvergenceWarning
-    from bpvideo.solver import best_pair, ncf
+    from bpvideo.solvers import best_pair, ncf
+    from bpvideo.solvers.backends import NUMBA_MIN_SIZE, get_backend
 
     # load the kernels before measuring the baseline memory (every size measured here is
-    # above NUMBA_MIN_SIZE)
-    _kernels.warm_up()
+    # above NUMBA_MIN_SIZE: the backend "auto" picks for them)
+    get_backend("auto", NUMBA_MIN_SIZE).warm_up()
     # Python, numpy and the compiled kernels: what the process holds before the data
     base = psutil.Process().memory_info().rss
 

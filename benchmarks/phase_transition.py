@@ -39,9 +39,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bpvideo.baselines import ialm
 from bpvideo.errors import ConvergenceWarning
-from bpvideo.solver import SolverResult, best_pair, ncf
+from bpvideo.solvers import SolverResult, best_pair, ialm, ncf
 from bpvideo.synthetic import make_rpca_problem
 
 METHODS: dict[str, str] = {"bestpair": "Best pair RPCA", "ncf": "RPCA NCF", "ialm": "iEALM"}
@@ -55,9 +54,9 @@ def run_method(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if name == "bestpair":
-            return best_pair(A, rank, sparsity, max_iter=max_iter, tol=tol)
+            return best_pair(A, rank, sparsity, max_iter=max_iter, tol=tol, sweeps=0)
         if name == "ncf":
-            return ncf(A, rank, sparsity, max_iter=max_iter, tol=tol)
+            return ncf(A, rank, sparsity, max_iter=max_iter, tol=tol, sweeps=0)
         if name == "ialm":
             return ialm(A, max_iter=max_iter, tol=tol)
     raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")

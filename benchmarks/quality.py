@@ -39,11 +39,10 @@ import cv2
 import numpy as np
 import yaml
 
+from bpvideo.api import separate_file
 from bpvideo.evaluate import evaluate
-from bpvideo.pipeline import separate
-from bpvideo.reader import read_video
-from bpvideo.settings import SeparateSettings
-from bpvideo.writer import write_masks
+from bpvideo.io.video import read_video
+from bpvideo.io.writers import write_masks
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SEQUENCES = (
@@ -87,10 +86,11 @@ def groundtruth(root: Path) -> Path:
 
 
 def score_masks(masks: np.ndarray, numbers: list[int], gt: Path, workdir: Path) -> dict[str, Any]:
-    """Write masks as bin%06d.png and score them; return the evaluation summary."""
+    """Write masks as bin%06d.png named after their frames, score them; return the
+    evaluation summary."""
     folder = workdir / "masks"
-    write_masks(folder, masks)
-    result = evaluate(folder, gt, frame_numbers=numbers)
+    write_masks(folder, masks, numbers=numbers)
+    result = evaluate(folder, gt)
     for f in folder.iterdir():
         f.unlink()
     folder.rmdir()
@@ -99,11 +99,9 @@ def score_masks(masks: np.ndarray, numbers: list[int], gt: Path, workdir: Path) 
 
 def run_ours(root: Path, workdir: Path, overrides: dict[str, Any]) -> dict[str, Any]:
     """``separate`` at the defaults (plus ``overrides``) with ``--groundtruth``."""
-    settings = SeparateSettings.from_mapping(
-        {"overwrite": True, "groundtruth": str(groundtruth(root)), **overrides}
-    )
+    options = {"overwrite": True, "groundtruth": str(groundtruth(root)), **overrides}
     t = time.perf_counter()
-    summary = separate(str(sequence_input(root)), str(workdir / "ours"), settings)
+    summary = separate_file(sequence_input(root), workdir / "ours", **options)
     out = dict(summary["evaluation"]["summary"])
     out["seconds"] = time.perf_counter() - t
     return out

@@ -2,6 +2,6 @@
 
 import sys
 
-from bpvideo.cli import main
+from bpvideo._cli import main
 
 sys.exit(main())

@@ -3,9 +3,42 @@
 Every failure the tool expects is a :class:`BpvideoError` whose message is one line that
 names the input and the fix. The CLI prints it and exits with its ``exit_code``: 2 for
 usage errors (bad options, bad input files), 1 for work that failed.
+
+Messages speak the library's words (``rank=0 must be >= 1``). An error about an option
+carries it in :attr:`BpvideoError.option` and keeps its message as a small template in
+which ``{name}`` is an option, ``{name=}`` the option with the value that was given and
+``{name=VALUE}`` the option with a suggested value; :meth:`BpvideoError.render` spells
+them as command-line flags (``--rank 0 must be >= 1``).
 """
 
 from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "BpvideoError",
+    "ConvergenceWarning",
+    "InputError",
+    "Terminated",
+    "WorkError",
+    "literal",
+]
+
+#: ``{name}``, ``{name=}`` or ``{name=VALUE}`` in a message template; ``{{``/``}}`` are braces.
+_FIELD = re.compile(r"\{\{|\}\}|\{(\w+)(?:=([^{}]*))?\}")
+
+
+def literal(text: Any) -> str:
+    """``text`` (a path, say) made safe to put in a message template: braces doubled."""
+    return str(text).replace("{", "{{").replace("}", "}}")
+
+
+def _value_text(value: Any) -> str:
+    """A value as a message shows it: strings quoted, everything else as printed."""
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 class BpvideoError(Exception):
@@ -14,21 +47,120 @@ class BpvideoError(Exception):
     Parameters
     ----------
     message : str
-        One line: what went wrong, with which input, and how to fix it.
+        One line: what went wrong, with which input, and how to fix it. With ``option``
+        it is a template (see the module docstring).
+    option : (str, object), optional
+        The option the error is about and the value it was given.
+
+    Attributes
+    ----------
+    message : str
+        The message in the library's words.
+    option : (str, object) or None
+        See above.
+    rule : str or None
+        For a value out of its bounds or of the wrong type: what the value must be
+        (``must be >= 1``), without the option (batch configs name it themselves).
     """
 
     exit_code: int = 1
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(
+        self, message: str, *, option: tuple[str, Any] | None = None, rule: str | None = None
+    ) -> None:
+        self.template = message
+        self.option = option
+        self.rule = None if rule is None else self._fill(rule, None)
+        self.message = self.render()
+        super().__init__(self.message)
+
+    def render(self, flags: Mapping[str, str] | None = None) -> str:
+        """The message, with options spelled as ``flags`` gives them (library words: None).
+
+        Parameters
+        ----------
+        flags : mapping of str to str, optional
+            Option name -> command-line flag (``{"max_iter": "--max-iter"}``); names it
+            lacks keep their library spelling.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> error = InputError("{rank=} must be >= 1: try {rank=2}", option=("rank", 0))
+        >>> error.message
+        'rank=0 must be >= 1: try rank=2'
+        >>> error.render({"rank": "--rank"})
+        '--rank 0 must be >= 1: try --rank 2'
+        """
+        return self._fill(self.template, flags)
+
+    def _fill(self, template: str, flags: Mapping[str, str] | None) -> str:
+        if self.option is None:
+            return template
+
+        def field(match: re.Match[str]) -> str:
+            whole, name, given = match.group(0), match.group(1), match.group(2)
+            if name is None:
+                return whole[0]  # {{ or }}
+            if given is None:
+                return _spell(name, flags)
+            if given == "":  # the value the option was given
+                value = self.option[1] if self.option[0] == name else None
+                return _spell(name, flags, _value_text(value), _value_text(value))
+            return _spell(name, flags, given, given.strip("'"))  # a suggested value
+
+        return _FIELD.sub(field, template)
+
+    def within(
+        self, prefix: str, suffix: str = "", option: tuple[str, Any] | None = None
+    ) -> BpvideoError:
+        """The same error as ``prefix: message`` (the input's name, say) and ``suffix``.
+
+        ``prefix`` is literal text; ``suffix`` a template about ``option`` (or about the
+        error's own option) that ends the message.
+        """
+        error = copy.copy(self)
+        template = (
+            self.template if self.option is not None or option is None else literal(self.template)
+        )
+        error.option = self.option or option
+        error.template = (literal(prefix) if error.option else prefix) + f": {template}{suffix}"
+        error.message = error.render()
+        error.args = (error.message,)
+        return error
 
     def __str__(self) -> str:
         return self.message
 
 
-class InputError(BpvideoError):
-    """Bad usage: an invalid option value or an unusable input (exit code 2)."""
+def _spell(
+    name: str, flags: Mapping[str, str] | None, text: str | None = None, typed: str = ""
+) -> str:
+    """One option of a template: ``name`` or ``name=text`` (library words), or its flag.
+
+    ``text`` is the value as the library shows it (``'auto'``), ``typed`` as it follows
+    the flag (``auto`` when suggested, ``'high'`` when quoting what was given). A boolean
+    flag pair (``--gray/--color``) stands for its value on its own.
+    """
+    flag = flags.get(name) if flags is not None else None
+    if flag is None:
+        return name if text is None else f"{name}={text}"
+    on, _, off = flag.partition("/")
+    if text is None:
+        return on
+    if typed in ("True", "False"):
+        return on if typed == "True" else (off or f"{on} false")
+    return f"{on} {typed}"
+
+
+class InputError(BpvideoError, ValueError):
+    """Bad usage: an invalid option value or an unusable input (exit code 2).
+
+    Also a :class:`ValueError`, so that library callers can catch it as Python's own.
+    """
 
     exit_code = 2
 

@@ -24,6 +24,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.settings import default
 
 __all__ = ["MaskResult", "clean_mask", "foreground_masks", "mask_threshold", "noise_level"]
 
@@ -109,8 +110,8 @@ def mask_threshold(
     L: np.ndarray | Callable[[np.ndarray], np.ndarray],
     observed: np.ndarray | None = None,
     *,
-    threshold: float | str = "auto",
-    threshold_k: float = 4.0,
+    threshold: float | str = default("threshold"),
+    threshold_k: float = default("threshold_k"),
 ) -> tuple[float, float | None]:
     """The threshold of the residual rule on ``|A - L|``, and the noise level behind it.
 
@@ -118,9 +119,9 @@ def mask_threshold(
     ----------
     A, L, observed
         As for :func:`noise_level` (``L`` only read for ``threshold="auto"``).
-    threshold : float or "auto"
+    threshold : float or "auto", default "auto"
         A fixed threshold in grey levels, or ``max(threshold_k * noise, 6)``.
-    threshold_k : float
+    threshold_k : float, default 5
         See ``threshold``.
 
     Returns
@@ -193,13 +194,13 @@ def foreground_masks(
     S: np.ndarray | None,
     frame_shape: tuple[int, ...],
     *,
-    rule: str = "residual",
-    threshold: float | str = "auto",
-    threshold_k: float = 4.0,
+    rule: str = default("mask_rule"),
+    threshold: float | str = default("threshold"),
+    threshold_k: float = default("threshold_k"),
     observed: np.ndarray | None = None,
-    open_radius: int = 1,
-    close_radius: int = 2,
-    min_area: int = 15,
+    open_radius: int = default("open_radius"),
+    close_radius: int = default("close_radius"),
+    min_area: int = default("min_area"),
 ) -> MaskResult:
     """One binary foreground mask per frame.
 
@@ -212,16 +213,17 @@ def foreground_masks(
     frame_shape : tuple of int
         ``(H, W)`` or ``(H, W, C)``: how a column maps to a frame. For colour data a pixel
         is foreground when any channel is.
-    rule : {"residual", "support"}
+    rule : {"residual", "support"}, default "residual"
         See the module docstring.
-    threshold : float or "auto"
+    threshold : float or "auto", default "auto"
         Threshold on ``|A - L|`` in grey levels.
-    threshold_k : float
+    threshold_k : float, default 5
         With ``threshold="auto"``: threshold = ``max(threshold_k * noise, 6)``.
     observed : bool ndarray of A's shape, optional
         Observation mask: unobserved pixels are never foreground before the clean-up.
-    open_radius, close_radius, min_area : int
-        Clean-up, see :func:`clean_mask`.
+    open_radius, close_radius, min_area : int, default 1, 3, 25
+        Clean-up, see :func:`clean_mask`. Every default is the CLI's
+        (:mod:`bpvideo.settings`).
 
     Returns
     -------
@@ -236,7 +238,10 @@ def foreground_masks(
     raw = np.empty(A.shape, dtype=bool)
     if rule == "support":
         if S is None:
-            raise InputError("the support rule needs the sparse part S: use --mask-rule residual")
+            raise InputError(
+                "{mask_rule=} needs the sparse part S: use {mask_rule='residual'}",
+                option=("mask_rule", rule),
+            )
         np.not_equal(S, 0, out=raw)
     elif rule == "residual":
         value, noise = mask_threshold(A, L, observed, threshold=threshold, threshold_k=threshold_k)
@@ -249,7 +254,9 @@ def foreground_masks(
             np.abs(t, out=t)
             np.greater(t, value, out=raw[lo:hi])
     else:
-        raise InputError(f"mask rule ({rule!r}) must be one of: residual, support")
+        raise InputError(
+            "{mask_rule=} must be one of: residual, support", option=("mask_rule", rule)
+        )
     if observed is not None:
         raw &= observed
     if frames_first:

@@ -1,14 +1,18 @@
-"""Every option of ``bpvideo separate``: its default, bounds and help, in one place.
+"""Every option of ``separate``: its default, bounds, help and flag, in one place.
 
 The CLI builds its click options from :class:`SeparateSettings`, YAML configs are checked
-against it, and the pipeline reads it. To add an option, add a field here with
-:func:`option`; the CLI, the config loader and ``summary.json`` pick it up.
+against it, the library's keyword arguments (:func:`bpvideo.separate` ...) are its fields,
+and the low-level functions take their defaults from it (:func:`default`). To add an
+option, add a field here with :func:`option`; the CLI, the config loader, the library and
+``summary.json`` pick it up.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -19,9 +23,13 @@ __all__ = [
     "METHODS",
     "SeparateSettings",
     "check_value",
+    "cli_flags",
+    "default",
     "option",
+    "option_name",
     "option_specs",
     "parse_size",
+    "parse_span",
 ]
 
 METHODS = ("bestpair", "ncf", "ialm", "godec", "rpca_gd")
@@ -85,6 +93,11 @@ def _bounds_text(spec: Spec) -> str:
     return " and ".join(parts)
 
 
+def _bad(name: str, value: Any, rule: str) -> InputError:
+    """``name=value rule`` (``rank=0 must be >= 1``), about option ``name``."""
+    return InputError(f"{{{name}=}} {rule}", option=(name, value), rule=rule)
+
+
 def check_value(name: str, spec: Spec, value: Any) -> Any:
     """Coerce and check one option value; raise :class:`InputError` when it is invalid.
 
@@ -101,56 +114,76 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
     -------
     Any
         The value, converted to the option's type.
+
+    Raises
+    ------
+    InputError
+        With ``option=(name, value)`` and ``rule`` (``must be >= 1``).
+
+    Examples
+    --------
+    >>> specs = dict((n, s) for n, _, s in option_specs())
+    >>> check_value("rank", specs["rank"], "3")
+    3
+    >>> check_value("rank", specs["rank"], 0)
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.InputError: rank=0 must be >= 1
     """
-    label = (spec.flag or name).lstrip("-").replace("_", "-")  # a -> inertia-a
     if value is None:
         if spec.optional:
             return None
-        raise InputError(f"{label} must be set")
+        raise _bad(name, value, "must be set")
     kind = spec.kind
     if kind == "bool":
         if isinstance(value, bool):
             return value
-        raise InputError(f"{label} must be true or false, got {value!r}")
+        raise _bad(name, value, "must be true or false")
+    if kind == "span":
+        return format_span(parse_span(value, name))
     if kind in ("threshold", "scale", "window") and isinstance(value, str):
         if value.strip().lower() == "auto":
             return "auto"
-        if kind == "window":
-            kind = "int"
-    elif kind == "window":
+    if kind in ("int", "window"):
         kind = "int"
     if kind in ("int", "float", "threshold", "scale"):
-        if isinstance(value, bool):
-            raise InputError(f"{label} must be a number, got {value!r}")
-        try:
-            if kind == "int":
-                if isinstance(value, float) and not value.is_integer():
-                    raise ValueError
-                number: float = int(value)
-            else:
-                number = float(value)
-        except (TypeError, ValueError):
-            what = "an integer" if kind == "int" else "a number"
-            extra = " or 'auto'" if spec.kind in ("threshold", "scale", "window") else ""
-            raise InputError(f"{label} must be {what}{extra}, got {value!r}") from None
-        if not math.isfinite(number):
-            raise InputError(f"{label} must be finite, got {value!r}")
-        bad_low = spec.low is not None and (
-            number <= spec.low if spec.low_open else number < spec.low
-        )
-        bad_high = spec.high is not None and (
-            number >= spec.high if spec.high_open else number > spec.high
-        )
-        if bad_low or bad_high:
-            raise InputError(f"{label} ({value}) must be {_bounds_text(spec)}")
-        return number
+        return _check_number(name, spec, value, kind)
     if kind in ("str", "path"):
         if not isinstance(value, str):
-            raise InputError(f"{label} must be a string, got {value!r}")
+            raise _bad(name, value, "must be a string")
         if spec.choices is not None and value not in spec.choices:
-            raise InputError(f"{label} ({value!r}) must be one of: {', '.join(spec.choices)}")
+            raise _bad(name, value, f"must be one of: {', '.join(spec.choices)}")
         return value
     raise AssertionError(f"unknown option kind {kind!r}")  # pragma: no cover
+
+
+def _check_number(name: str, spec: Spec, value: Any, kind: str) -> float:
+    """A number option: type, finiteness and bounds."""
+    auto = " or 'auto'" if spec.kind in ("threshold", "scale", "window") else ""
+    if isinstance(value, bool):
+        raise _bad(name, value, f"must be a number{auto}")
+    try:
+        if kind == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            number: float = int(value)
+        else:
+            number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _bad(
+            name, value, f"must be {'an integer' if kind == 'int' else 'a number'}{auto}"
+        ) from None
+    if not math.isfinite(number):
+        raise _bad(name, value, "must be finite")
+    bad_low = spec.low is not None and (number <= spec.low if spec.low_open else number < spec.low)
+    bad_high = spec.high is not None and (
+        number >= spec.high if spec.high_open else number > spec.high
+    )
+    if bad_low or bad_high:  # a number typed as text (the CLI's 'auto' options) shows as one
+        raise _bad(
+            name, number if isinstance(value, str) else value, f"must be {_bounds_text(spec)}"
+        )
+    return number
 
 
 @dataclass
@@ -316,6 +349,23 @@ class SeparateSettings:
     min_area: int = option(
         25, "int", "Drop foreground blobs smaller than this many pixels (0 = off).", low=0
     )
+    # --- a learned background ------------------------------------------------------------
+    learn: str | None = option(
+        None,
+        "span",
+        "Learn the background on frames START:END of the input (0-based, END excluded; or of "
+        "--learn-from), then apply it to every frame without solving again (decode speed).",
+        optional=True,
+        metavar="START:END",
+    )
+    learn_from: str | None = option(
+        None,
+        "path",
+        "Learn the background on this other clip of the same camera (all its frames, or "
+        "--learn START:END of them), then apply it to INPUT.",
+        optional=True,
+        metavar="FILE",
+    )
     # --- outputs -------------------------------------------------------------------------
     lossless: bool = option(False, "bool", "Write FFV1 .mkv videos instead of H.264 .mp4.")
     preview: bool = option(
@@ -342,27 +392,76 @@ class SeparateSettings:
     )
 
     def validate(self) -> SeparateSettings:
-        """Check and coerce every field in place; return self."""
+        """Check and coerce every field in place; return self.
+
+        Raises
+        ------
+        InputError
+            The first invalid value, or options that cannot be combined.
+        """
         for f in fields(self):
             setattr(self, f.name, check_value(f.name, f.metadata["spec"], getattr(self, f.name)))
         if self.mask is not None and self.observe is not None:
-            raise InputError("--mask and --observe cannot be combined: choose one")
+            raise InputError(
+                "{mask} and {observe} cannot be combined: choose one",
+                option=("observe", self.observe),
+            )
         if isinstance(self.window, int) and 0 < self.window <= self.overlap:
             raise InputError(
-                f"overlap ({self.overlap}) must be < window ({self.window}): lower --overlap"
+                f"{{overlap=}} must be < {{window}} ({self.window}): lower {{overlap}}",
+                option=("overlap", self.overlap),
             )
         if self.size is not None:
             parse_size(self.size)
+        if self.learn is not None or self.learn_from is not None:
+            self._check_learned()
         return self
 
+    def _check_learned(self) -> None:
+        """Options that a learned background (``learn``, ``learn_from``) cannot honour."""
+        for name in ("mask", "observe"):
+            if getattr(self, name) is not None:
+                raise InputError(
+                    f"{{{name}}} cannot be combined with {{learn}} or {{learn_from}}: the "
+                    "learned background is applied to every pixel; drop one",
+                    option=(name, getattr(self, name)),
+                )
+        if self.mask_rule == "support":
+            raise InputError(
+                "{mask_rule=} needs the solved sparse part, which a learned background does "
+                "not have: use {mask_rule='residual'}",
+                option=("mask_rule", self.mask_rule),
+            )
+
     @classmethod
-    def from_mapping(cls, values: dict[str, Any]) -> SeparateSettings:
-        """Build validated settings from a mapping (unknown keys are an error)."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - names)
+    def from_mapping(cls, values: Mapping[str, Any]) -> SeparateSettings:
+        """Build validated settings from a mapping of options.
+
+        Keys are option names, or their flags' spellings (``inertia_a``, ``max-iter``).
+
+        Raises
+        ------
+        InputError
+            Unknown keys (all listed), the same option twice, or an invalid value.
+        """
+        given: dict[str, Any] = {}
+        unknown = []
+        for key, value in values.items():
+            name = option_name(key)
+            if name is None:
+                unknown.append(str(key))
+            elif name in given:
+                raise InputError(f"{{{name}}} is given twice ({key!r}): give it once",
+                                 option=(name, value))  # fmt: skip
+            else:
+                given[name] = value
         if unknown:
-            raise InputError(f"unknown option(s): {', '.join(unknown)}")
-        return cls(**values).validate()
+            hints = "".join(_did_you_mean(key) for key in sorted(unknown))
+            raise InputError(
+                f"unknown option(s): {', '.join(sorted(unknown))}{hints}: the options are the "
+                "fields of bpvideo.settings.SeparateSettings"
+            )
+        return cls(**given).validate()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of every setting (JSON-able)."""
@@ -385,6 +484,17 @@ class SeparateSettings:
         """Positional arguments after ``A`` of the solver for :attr:`method`."""
         return () if self.method == "ialm" else (self.rank, self.sparsity)
 
+    def mask_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`bpvideo.masks.foreground_masks` (rule and clean-up)."""
+        return {
+            "rule": self.mask_rule,
+            "threshold": self.threshold,
+            "threshold_k": self.threshold_k,
+            "open_radius": self.open_radius,
+            "close_radius": self.close_radius,
+            "min_area": self.min_area,
+        }
+
 
 def parse_size(text: str) -> tuple[int, int]:
     """``(width, height)`` from ``"WxH"``; raise :class:`InputError` when malformed."""
@@ -392,12 +502,102 @@ def parse_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(p) for p in parts)
     except ValueError:
-        raise InputError(f"size ({text!r}) must be WxH, e.g. --size 320x240") from None
+        raise _bad("size", text, "must be WxH, e.g. {size='320x240'}") from None
     if w < 1 or h < 1:
-        raise InputError(f"size ({text!r}) must be positive, e.g. --size 320x240")
+        raise _bad("size", text, "must be positive, e.g. {size='320x240'}")
     return w, h
+
+
+def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
+    """``(start, end)`` frame indices from ``"START:END"`` (END may be empty: to the end).
+
+    Parameters
+    ----------
+    value : str or (int, int)
+        ``"0:200"``, ``"100:"`` or a pair of integers; ``end`` is excluded (as a slice).
+    name : str
+        The option, for messages.
+
+    Returns
+    -------
+    (int, int or None)
+
+    Examples
+    --------
+    >>> parse_span("0:200"), parse_span((10, 20)), parse_span("100:")
+    ((0, 200), (10, 20), (100, None))
+    """
+    try:
+        if isinstance(value, str):
+            first, sep, last = value.replace(" ", "").partition(":")
+            if not sep:
+                raise ValueError
+            start, end = int(first or 0), (int(last) if last else None)
+        else:
+            start, end = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
+    if start < 0 or (end is not None and end < start + 2):
+        raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")
+    return start, end
+
+
+def format_span(span: tuple[int, int | None]) -> str:
+    """``"START:END"`` (see :func:`parse_span`)."""
+    return f"{span[0]}:{'' if span[1] is None else span[1]}"
 
 
 def option_specs() -> list[tuple[str, Any, Spec]]:
     """``(name, default, spec)`` of every field of :class:`SeparateSettings`, in order."""
     return [(f.name, f.default, f.metadata["spec"]) for f in fields(SeparateSettings)]
+
+
+def default(name: str) -> Any:
+    """The default of option ``name`` (low-level functions take theirs from here).
+
+    Examples
+    --------
+    >>> default("tol"), default("min_area")
+    (0.001, 25)
+    """
+    return _DEFAULTS[name]
+
+
+def flag_of(name: str, spec: Spec) -> str:
+    """The command-line flag of an option: ``--max-iter`` for ``max_iter``."""
+    return spec.flag or "--" + name.replace("_", "-")
+
+
+def cli_flags() -> dict[str, str]:
+    """Option name -> flag as :meth:`~bpvideo.errors.BpvideoError.render` takes it.
+
+    Boolean pairs are ``"--gray/--color"``; ``output`` is ``-o``.
+    """
+    flags = {"output": "-o"}
+    for name, _, spec in option_specs():
+        flag = flag_of(name, spec)
+        flags[name] = f"{flag}/{spec.secondary}" if spec.secondary else flag
+    return flags
+
+
+def _aliases() -> dict[str, str]:
+    """Spelling -> option name: ``max_iter``, ``max-iter``, ``inertia-a``, ``inertia_a``."""
+    aliases: dict[str, str] = {}
+    for name, _, spec in option_specs():
+        for spelling in (name, name.replace("_", "-"), flag_of(name, spec).lstrip("-")):
+            aliases[spelling] = aliases[spelling.replace("-", "_")] = name
+    return aliases
+
+
+def option_name(key: Any) -> str | None:
+    """The option a key names (``"inertia-a"`` -> ``"a"``), or None."""
+    return _ALIASES.get(key) if isinstance(key, str) else None
+
+
+def _did_you_mean(key: str) -> str:
+    close = difflib.get_close_matches(key, sorted(_ALIASES), n=1, cutoff=0.75)
+    return f" ({key!r}: did you mean {close[0]!r}?)" if close else ""
+
+
+_DEFAULTS = {name: value for name, value, _ in option_specs()}
+_ALIASES = _aliases()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bpvideo.solver import project_sparse
+from bpvideo.solvers.projections import project_sparse
 
 __all__ = ["RPCAProblem", "Scene", "make_rpca_problem", "make_scene"]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +14,11 @@ import cv2
 import numpy as np
 import pytest
 
-from bpvideo.cli import main
-from bpvideo.writer import write_video
+from bpvideo._cli import main
+from bpvideo.io.writers import write_video
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @dataclass
@@ -93,3 +96,31 @@ def output_files(folder: Path) -> list[str]:
     if not folder.exists():
         return []
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def process_env() -> dict[str, str]:
+    """The environment of a ``bpvideo`` child process: this checkout, one BLAS thread."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    return env
+
+
+def bpvideo_process(
+    *args: str | os.PathLike, stdin: bytes | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``python -m bpvideo ARGS`` in a child process; returns its completed process."""
+    return subprocess.run(
+        [sys.executable, "-m", "bpvideo", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        env=process_env(),
+        timeout=300,
+        check=False,
+    )
+
+
+def read_masks(folder: Path) -> np.ndarray:
+    """The ``bin*.png`` masks of a folder, in name order, as (n, H, W) uint8."""
+    files = sorted(folder.glob("bin*.png"))
+    return np.stack([cv2.imread(str(f), cv2.IMREAD_GRAYSCALE) for f in files])

@@ -1,0 +1,338 @@
+"""The ``bpvideo`` command line: click commands only; the work is in the library
+(:func:`bpvideo.separate_file`, :func:`bpvideo.evaluate`, :mod:`bpvideo.batch`).
+
+Options come from :mod:`bpvideo.settings` (one table for the CLI, YAML and the library);
+errors, exit codes, logging and progress are in :mod:`bpvideo._cli.console`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from bpvideo import __version__
+from bpvideo._cli.console import configure_logging, error_line, iteration_reporter, main
+from bpvideo.errors import BpvideoError, InputError
+from bpvideo.settings import SeparateSettings, Spec, flag_of, option_specs
+
+__all__ = ["cli", "main"]
+
+SEPARATE_EPILOG = """\b
+Examples:
+  bpvideo separate sample_data/sample.mp4 -o out
+  bpvideo separate traffic.mp4 --rank 2 --sparsity 0.1 --json > summary.json
+  bpvideo separate cdnet/highway/input -o hw --scale 0.5 --observe 0.7 --seed 1
+  bpvideo separate clip.avi -o out --threshold 20 --min-area 50 --lossless
+  bpvideo separate a.mp4 'cams/*.mp4' -o 'OUT/{stem}'
+  bpvideo separate night.mp4 --learn 0:1500 -o out      # learn on a quiet minute, apply to all
+  ffmpeg -i cam.mp4 -f rawvideo -pix_fmt gray - | bpvideo separate - --size 320x240
+    -o out --masks-to - | ffmpeg -f rawvideo -pix_fmt gray -s 320x240 -i - masks.mkv
+
+\b
+Outputs (in OUTDIR): background.mp4, foreground.mp4, masks/bin%06d.png (named
+after the source frames: in000470.jpg -> bin000470.png; videos from 1),
+background.png, summary.json (written last: its presence marks a complete result).
+"""
+
+
+def _click_type(spec: Spec) -> Any:
+    if spec.kind == "int":
+        return int
+    if spec.kind == "float":
+        return float
+    if spec.choices is not None:
+        return click.Choice(spec.choices)
+    return str
+
+
+def settings_options(func: Callable) -> Callable:
+    """Add one click option per field of :class:`SeparateSettings` (defaults left to it)."""
+    for name, default, spec in reversed(option_specs()):
+        if not spec.cli:
+            continue
+        flag = flag_of(name, spec)
+        shown = "all" if default is None and name == "frames" else default
+        help_text = spec.help if default is None else f"{spec.help}  [default: {shown}]"
+        if spec.kind == "bool":
+            if spec.secondary:
+                decl = f"{flag}/{spec.secondary}"
+                func = click.option(decl, name, default=None, help=help_text)(func)
+            else:
+                func = click.option(flag, name, is_flag=True, default=None, help=help_text)(func)
+        else:
+            func = click.option(
+                flag,
+                name,
+                type=_click_type(spec),
+                default=None,
+                help=help_text,
+                metavar=spec.metavar,
+            )(func)
+    return func
+
+
+def verbosity_options(func: Callable) -> Callable:
+    """``-v``, ``-q`` and ``--debug``."""
+    func = click.option("--debug", is_flag=True, help="Show tracebacks of errors.")(func)
+    func = click.option("-q", "--quiet", is_flag=True, help="Errors only on stderr.")(func)
+    func = click.option(
+        "-v", "--verbose", is_flag=True, help="Log the solver's iteration table on stderr."
+    )(func)
+    return func
+
+
+def _verbosity(verbose: bool, quiet: bool) -> int:
+    return -1 if quiet else (1 if verbose else 0)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="bpvideo")
+def cli() -> None:
+    """Separate the static background from the moving foreground of fixed-camera video.
+
+    Robust PCA in its best-pair form (Dutta, Hanzely, Liang, Richtárik), solved by
+    accelerated proximal gradient. Logs go to stderr; stdout carries only paths or JSON.
+    """
+
+
+@cli.command(epilog=SEPARATE_EPILOG)
+@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    metavar="OUTDIR",
+    default=None,
+    help="Output directory, or a template for many inputs: {stem}, {name}, {parent}, "
+    "{index}  [default: INPUT's name + '-bpvideo']",
+)
+@settings_options
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+@verbosity_options
+def separate(
+    inputs: tuple[str, ...],
+    output: str | None,
+    as_json: bool,
+    verbose: bool,
+    quiet: bool,
+    debug: bool,
+    **options: Any,
+) -> None:
+    """Separate INPUT (video files, folders of frames, globs, or - for stdin).
+
+    Writes OUTDIR and prints its path (or, with --json, the summary) on stdout; one line
+    per input when there are several (JSON lines with --json).
+    """
+    from bpvideo.api import separate_file
+    from bpvideo.io.paths import expand_inputs, plan_outputs
+
+    verbosity = _verbosity(verbose, quiet)
+    configure_logging(verbosity)
+    given = {k: v for k, v in options.items() if v is not None}
+    settings = SeparateSettings.from_mapping(given)
+    paths = expand_inputs(list(inputs))
+    if len(paths) > 1 and settings.masks_to is not None:
+        raise InputError(
+            f"{{masks_to=}} takes one input, got {len(paths)}: run the inputs one at a time",
+            option=("masks_to", settings.masks_to),
+        )
+    outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
+    callback, close = iteration_reporter(settings.max_iter, verbosity)
+    failed = 0
+    try:
+        for path, out in zip(paths, outputs, strict=True):
+            try:
+                report = separate_file(path, out, callback=callback, **given)
+            except BpvideoError as exc:
+                if len(paths) == 1:
+                    raise
+                failed += 1
+                click.echo(error_line(exc), err=True)
+                continue
+            if settings.masks_to == "-":
+                return  # stdout carries only the masks
+            summary = report.to_dict()
+            if len(paths) == 1:
+                click.echo(json.dumps(summary, indent=2) if as_json else summary["output"])
+            else:
+                click.echo(json.dumps(summary) if as_json else summary["output"])
+                sys.stdout.flush()
+    finally:
+        close()
+    if failed:
+        click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
+        raise click.exceptions.Exit(1)
+
+
+EVALUATE_EPILOG = """\b
+Examples:
+  bpvideo evaluate out sample_data/groundtruth
+  bpvideo evaluate hw cdnet/highway/groundtruth --json | jq .summary.f_measure
+  bpvideo evaluate out/masks WavingTrees/hand_segmented_00247.BMP --csv scores.csv
+
+\b
+Rules (changedetection.net): ground truth 255 is foreground, 0 and 50 background,
+85 and 170 ignored; ROI.bmp and temporalROI.txt beside groundtruth/ are used when
+present. Masks are matched to ground-truth frames by name (bin000470.png is scored
+against gt000470.png), as changedetection.net result files are. The per-frame CSV goes
+to MASKS/evaluation.csv when MASKS is an output directory of `separate` (to --csv PATH
+otherwise, or as well).
+"""
+
+
+@cli.command(epilog=EVALUATE_EPILOG)
+@click.argument("masks", metavar="MASKS")
+@click.argument("groundtruth", metavar="GROUNDTRUTH")
+@click.option(
+    "--roi",
+    metavar="ROI.bmp",
+    default=None,
+    help="Spatial region of interest (non-zero inside)  [default: ROI.bmp beside groundtruth/]",
+)
+@click.option(
+    "--temporal-roi",
+    metavar="FILE|FIRST:LAST",
+    default=None,
+    help="Ground-truth frames to score: a temporalROI.txt or FIRST:LAST  "
+    "[default: temporalROI.txt beside groundtruth/, else all]",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    metavar="PATH",
+    default=None,
+    help="Per-frame CSV  [default: MASKS/evaluation.csv for an output directory, else none]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON on stdout.")
+@verbosity_options
+def evaluate(
+    masks: str,
+    groundtruth: str,
+    roi: str | None,
+    temporal_roi: str | None,
+    csv_path: str | None,
+    as_json: bool,
+    verbose: bool,
+    quiet: bool,
+    debug: bool,
+) -> None:
+    """Score the foreground masks in MASKS against GROUNDTRUTH.
+
+    MASKS is an output directory of `bpvideo separate` (or its masks/ folder of
+    bin%06d.png, named after their frames). GROUNDTRUTH is a changedetection.net
+    groundtruth/ folder or one Wallflower-style frame. Prints the seven
+    changedetection.net metrics, mean SSIM and mean epsilon-proximity on stderr and the
+    CSV's path on stdout (or, with --json, the scores as JSON on stdout).
+    """
+    from bpvideo.evaluate.groundtruth import parse_temporal_roi
+    from bpvideo.evaluate.scoring import evaluate as score
+    from bpvideo.evaluate.scoring import format_table
+
+    configure_logging(_verbosity(verbose, quiet))
+    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
+    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
+    if csv_path is None and (Path(masks) / "masks").is_dir():
+        csv_path = str(Path(masks) / "evaluation.csv")
+    if csv_path is not None:
+        result.info["csv"] = str(result.to_csv(csv_path))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        if not quiet:
+            click.echo(format_table(result), err=True)
+        if csv_path is not None:
+            click.echo(result.info["csv"])
+
+
+BATCH_EPILOG = """\b
+Examples:
+  bpvideo batch configs/night.yaml --workers 2
+  bpvideo batch configs/night.yaml --dry-run
+  bpvideo batch configs/night.yaml --resume
+  bpvideo batch configs/night.yaml --executor dask --scheduler tcp://host:8786
+
+\b
+Paths in the config are relative to its folder. The report (per job: input, output,
+status, seconds, frames, error) goes to batch_report.json beside the config unless
+--report or 'report:' says otherwise. Exit 0 when every job succeeded, 1 otherwise,
+2 for an invalid config (every problem listed, file:line, nothing run).
+"""
+
+
+@cli.command(epilog=BATCH_EPILOG)
+@click.argument("config_path", metavar="CONFIG.yaml")
+@click.option(
+    "-w",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Local worker processes (one BLAS thread each)  [default: 'workers:' or the cores]",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "dask"]),
+    default=None,
+    help="Run on local processes or on a Dask cluster  [default: 'executor:' or local]",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Dask scheduler, e.g. tcp://host:8786 (none: a local Dask cluster of --workers).",
+)
+@click.option(
+    "--report",
+    metavar="PATH",
+    default=None,
+    help="Where to write the JSON report  [default: batch_report.json beside the config]",
+)
+@click.option("--resume", is_flag=True, help="Skip jobs whose outputs are complete and match.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print 'INPUT<TAB>OUTDIR' per job that would run; run nothing."
+)
+@verbosity_options
+def batch(
+    config_path: str,
+    workers: int | None,
+    executor: str | None,
+    scheduler: str | None,
+    report: str | None,
+    resume: bool,
+    dry_run: bool,
+    verbose: bool,
+    quiet: bool,
+    debug: bool,
+) -> int:
+    """Run the separate jobs of a YAML config, on local processes or a Dask cluster."""
+    from bpvideo.batch.config import ConfigError
+    from bpvideo.batch.run import BatchOptions, run_batch
+
+    verbosity = _verbosity(verbose, quiet)
+    configure_logging(verbosity)
+    options = BatchOptions(
+        workers=workers,
+        executor=executor,
+        scheduler=scheduler,
+        report=report,
+        resume=resume,
+        dry_run=dry_run,
+        progress=verbosity >= 0,
+    )
+    try:
+        return run_batch(config_path, options, stdout=click.echo)
+    except ConfigError as exc:
+        if debug:
+            raise
+        for problem in exc.problems:
+            click.echo(f"bpvideo: error: {problem}", err=True)
+        count = len(exc.problems)
+        click.echo(
+            f"bpvideo: error: {config_path}: {count} problem{'s' if count > 1 else ''}, "
+            "nothing was run: fix them and run again",
+            err=True,
+        )
+        return exc.exit_code

@@ -1,0 +1,462 @@
+"""The library: separate arrays (:func:`separate`), files (:func:`separate_file`), or learn a
+background once and apply it to new frames (:class:`BackgroundModel`).
+
+Every function takes the options of ``bpvideo separate`` as keyword arguments, with the
+same names and defaults (:class:`~bpvideo.settings.SeparateSettings`: ``rank=2``,
+``sparsity=0.1``, ``max_iter=100``, ``solve_scale="auto"`` ...); a bad value raises
+:class:`~bpvideo.errors.InputError` (a :class:`ValueError`) that names it
+(``rank=0 must be >= 1``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from bpvideo.errors import InputError
+from bpvideo.evaluate.groundtruth import check_groundtruth
+from bpvideo.evaluate.scoring import evaluate
+from bpvideo.io.arrays import open_frames
+from bpvideo.io.outputs import SUMMARY, OutputDir, write_json
+from bpvideo.io.paths import default_output
+from bpvideo.io.sinks import OutputSinks, Still, output_names
+from bpvideo.io.sources import FrameSource, open_source
+from bpvideo.io.summary import Report, ReportBuilder, Stopwatch
+from bpvideo.pipeline.learned import LearnedBackground, iter_learned_windows, learn
+from bpvideo.pipeline.run import Window, iter_windows, plan_run
+from bpvideo.settings import SeparateSettings, default, parse_size, parse_span
+from bpvideo.solvers._common import Callback
+
+__all__ = ["BackgroundModel", "Separation", "iter_separate", "separate", "separate_file"]
+
+logger = logging.getLogger("bpvideo")
+
+#: Options that only mean something for files (``separate_file``), not for arrays.
+FILE_OPTIONS = ("size", "pix_fmt", "lossless", "preview", "groundtruth", "overwrite",
+                "masks_to", "learn", "learn_from", "allow_partial")  # fmt: skip
+
+
+@dataclass
+class Separation:
+    """What :func:`separate` returns.
+
+    Attributes
+    ----------
+    background : (T, H, W) or (T, H, W, 3) uint8 ndarray
+        The background of every frame (grey, or BGR with ``gray=False``).
+    foreground : (T, H, W) or (T, H, W, 3) uint8 ndarray
+        The frames where the mask is set, black elsewhere (grey for grey frames).
+    masks : (T, H, W) bool ndarray
+        Foreground masks.
+    background_image : (H, W) or (H, W, 3) uint8 ndarray
+        One still: the per-pixel median of the background.
+    report : Report
+        What ``summary.json`` would hold (``report.to_dict()``).
+    """
+
+    background: np.ndarray
+    foreground: np.ndarray
+    masks: np.ndarray
+    background_image: np.ndarray
+    report: Report
+
+
+def _settings(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
+    """Validated settings from keyword options; file-only options refused for arrays."""
+    settings = SeparateSettings.from_mapping(options)
+    if arrays:
+        for name in FILE_OPTIONS:
+            if getattr(settings, name) != default(name):
+                raise InputError(
+                    f"{{{name}}} applies to files: use bpvideo.separate_file (or "
+                    "BackgroundModel for a learned background)",
+                    option=(name, getattr(settings, name)),
+                )
+    return settings
+
+
+def _open_frames(frames: Any, settings: SeparateSettings) -> FrameSource:
+    return open_frames(frames, start=settings.start, count=settings.frames, step=settings.step,
+                       scale=settings.scale, fps=settings.fps)  # fmt: skip
+
+
+def iter_separate(
+    frames: Any, *, callback: Callback | None = None, **options: Any
+) -> Iterator[Window]:
+    """Separate frames window by window, with memory bounded by the window.
+
+    Parameters
+    ----------
+    frames : (T, H, W[, 3]) array_like, or iterable of (H, W[, 3]) array_like
+        Grey or BGR frames (as OpenCV gives them), uint8 or grey levels 0..255; a
+        generator is read as the windows need it.
+    callback : callable, optional
+        Called with each solver :class:`~bpvideo.solvers.Iterate`.
+    **options
+        Options of ``bpvideo separate`` (see :mod:`bpvideo.settings`).
+
+    Yields
+    ------
+    Window
+        Finished windows: ``numbers`` (frame indices), ``frames``, ``masks``,
+        ``background_frames``, ``foreground``, ``background`` (the full-resolution
+        background as factors), ``report``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bpvideo
+    >>> frames = (np.random.default_rng(0).normal(100, 2, (30, 24, 32))).clip(0, 255)
+    >>> sum(len(w.masks) for w in bpvideo.iter_separate(frames.astype(np.uint8), window=20))
+    30
+    """
+    settings = _settings(options, arrays=True)
+    source = _open_frames(frames, settings)
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield from iter_windows(source, settings, callback=callback)
+
+
+def separate(frames: Any, *, callback: Callback | None = None, **options: Any) -> Separation:
+    """Separate the background and foreground of frames in memory.
+
+    Parameters
+    ----------
+    frames : (T, H, W[, 3]) array_like, or iterable of (H, W[, 3]) array_like
+        Grey or BGR frames (as OpenCV gives them), uint8 or grey levels 0..255. An
+        iterable (a generator of decoded frames, say) is read window by window.
+    callback : callable, optional
+        Called with each solver :class:`~bpvideo.solvers.Iterate`.
+    **options
+        Options of ``bpvideo separate``, same names and defaults
+        (:class:`~bpvideo.settings.SeparateSettings`).
+
+    Returns
+    -------
+    Separation
+        ``background``, ``foreground``, ``masks``, ``background_image``, ``report``.
+
+    Raises
+    ------
+    InputError
+        Bad options or frames (also a :class:`ValueError`).
+    """
+    settings = _settings(options, arrays=True)
+    source = _open_frames(frames, settings)
+    clock = Stopwatch()
+    builder = ReportBuilder(source, settings)
+    still = Still()
+    parts: dict[str, list[np.ndarray]] = {"background": [], "foreground": [], "masks": []}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for window in iter_windows(source, settings, callback=callback, clock=clock):
+            parts["background"].append(window.background_frames)
+            parts["masks"].append(window.masks)
+            foreground = window.foreground
+            parts["foreground"].append(foreground[..., 0] if source.channels == 1 else foreground)
+            still.add(window.background_frames)
+            builder.add(window)
+            del window
+    return Separation(
+        **{name: np.concatenate(arrays) for name, arrays in parts.items()},
+        background_image=still.median(),
+        report=builder.build(seconds=clock.total()),
+    )
+
+
+def separate_file(
+    input: str | os.PathLike,
+    output: str | os.PathLike | None = None,
+    *,
+    callback: Callback | None = None,
+    stdin: BinaryIO | None = None,
+    **options: Any,
+) -> Report:
+    """Separate a video file, a folder of frames or stdin (``"-"``); write the outputs.
+
+    What ``bpvideo separate`` does: OUTDIR gets ``background.mp4``, ``foreground.mp4``,
+    ``masks/binNNNNNN.png`` (named after the source frames), ``background.png`` and
+    ``summary.json`` (written last; all appear together or not at all).
+
+    Parameters
+    ----------
+    input : str or path-like
+        Video file, image folder, or ``"-"`` for stdin.
+    output : str or path-like, optional
+        Output directory (default: ``<input name>-bpvideo``).
+    callback : callable, optional
+        Called with each solver :class:`~bpvideo.solvers.Iterate`.
+    stdin : binary file, optional
+        Stream read for ``"-"`` instead of ``sys.stdin.buffer``.
+    **options
+        Options of ``bpvideo separate`` (see :mod:`bpvideo.settings`); ``learn`` /
+        ``learn_from`` learn the background on some frames and apply it to all.
+
+    Returns
+    -------
+    Report
+        What ``summary.json`` holds.
+
+    Raises
+    ------
+    InputError
+        Bad options or input, or a job that cannot fit in memory, before any output is
+        written (a bad last window is found when it is reached).
+    WorkError
+        Failed work; nothing partial is left in the output directory.
+    """
+    clock = Stopwatch()
+    settings = _settings(options, arrays=False)
+    input = os.fspath(input)
+    out_path = os.fspath(output) if output is not None else None
+    out_path = out_path or ("stdin-bpvideo" if input == "-" else default_output(input))
+    outdir = OutputDir(out_path, overwrite=settings.overwrite)
+    outdir.check()
+    source = _open_file(input, settings, stdin)
+    try:
+        if settings.groundtruth is not None:  # checked before the work, used after it
+            check_groundtruth(settings.groundtruth, source.width, source.height)
+        plan = plan_run(source, settings)
+        # One BLAS thread throughout: the products outside the solver are thin (r + 2
+        # columns), and idle OpenBLAS threads spin for a while after each call, taking a
+        # core from the ffmpeg encoders (measured: 1.1 s of CPU on a 300-frame clip).
+        with threadpool_limits(limits=1, user_api="blas"):
+            learned = _learned(input, settings, callback, clock)
+            if learned is None:
+                windows = iter_windows(source, settings, callback=callback, clock=clock,
+                                       plan=plan)  # fmt: skip
+            else:
+                windows = iter_learned_windows(learned, source, settings, clock=clock)
+            report = _write(outdir, out_path, source, settings, windows, learned, clock)
+    finally:
+        source.close()
+    logger.info("wrote %s (%.2fs in all)", out_path, report.seconds["total"])
+    return report
+
+
+def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -> FrameSource:
+    return open_source(
+        input,
+        start=settings.start,
+        frames=settings.frames,
+        step=settings.step,
+        scale=settings.scale,
+        fps=settings.fps,
+        size=parse_size(settings.size) if settings.size else None,
+        pix_fmt=settings.pix_fmt,
+        stdin=stdin,
+        allow_partial=settings.allow_partial,
+    )
+
+
+def _learned(
+    input: str, settings: SeparateSettings, callback: Callback | None, clock: Stopwatch
+) -> LearnedBackground | None:
+    """The background learned on ``learn`` / ``learn_from`` frames (None without)."""
+    if settings.learn is None and settings.learn_from is None:
+        return None
+    path = settings.learn_from or input
+    if path == "-":
+        raise InputError(
+            "{learn} needs frames that can be read again: give {learn_from} a file of the "
+            "same camera when INPUT is stdin",
+            option=("learn", settings.learn),
+        )
+    start, end = parse_span(settings.learn) if settings.learn is not None else (0, None)
+    count = None if end is None else -(-(end - start) // settings.step)
+    source = open_source(path, start=start, frames=count, step=settings.step,
+                         scale=settings.scale, allow_partial=settings.allow_partial)  # fmt: skip
+    try:
+        t = time.perf_counter()
+        learned = learn(source, settings, callback=callback)
+        clock.add("solve", time.perf_counter() - t)
+    finally:
+        source.close()
+    frames = sum(r.new_frames for r in learned.reports)
+    logger.info("learned the background on %d frame(s) of %s", frames, path)
+    return learned
+
+
+def _write(
+    outdir: OutputDir,
+    out_path: str,
+    source: FrameSource,
+    settings: SeparateSettings,
+    windows: Iterable[Window],
+    learned: LearnedBackground | None,
+    clock: Stopwatch,
+) -> Report:
+    """Feed the windows to the output files; stage ``summary.json``; commit."""
+    with outdir:
+        sinks = OutputSinks(outdir, source, settings, clock)
+        builder = ReportBuilder(source, settings)
+        try:
+            sinks.open()  # ffmpeg loads while the frames are read and solved
+            for window in windows:
+                sinks.write(window)
+                builder.add(window)
+                del window  # not held while the next window is solved
+            t = time.perf_counter()
+            sinks.close()
+            clock.add("write", time.perf_counter() - t)
+        except BaseException:
+            sinks.abort()
+            raise
+        if learned is not None:
+            builder.solved_by(learned.reports, learned.plan)
+        report = builder.build(
+            output=str(out_path),
+            outputs=output_names(settings),
+            learned=_learned_info(settings, learned),
+            evaluation=_evaluate_staged(outdir, source, settings),
+        )
+        report.seconds = clock.total()
+        write_json(outdir.stage(SUMMARY), report.to_dict())
+        outdir.commit()
+    return report
+
+
+def _learned_info(
+    settings: SeparateSettings, learned: LearnedBackground | None
+) -> dict[str, Any] | None:
+    if learned is None:
+        return None
+    return {
+        "from": settings.learn_from,
+        "frames": settings.learn,
+        "frame_count": sum(r.new_frames for r in learned.reports),
+        "threshold": learned.threshold,
+    }
+
+
+def _evaluate_staged(
+    outdir: OutputDir, source: FrameSource, settings: SeparateSettings
+) -> dict[str, Any] | None:
+    """Score the staged masks against ``settings.groundtruth``; stage evaluation.csv."""
+    if settings.groundtruth is None:
+        return None
+    t = time.perf_counter()
+    result = evaluate(outdir.stage("masks"), settings.groundtruth,
+                      video=source.numbering == "index")  # fmt: skip
+    result.to_csv(outdir.stage("evaluation.csv"))
+    s = result.summary
+    logger.info(
+        "evaluation: F-measure %.4f, recall %.4f, precision %.4f over %d frames (%.2fs)",
+        s["f_measure"],
+        s["recall"],
+        s["precision"],
+        s["frames_scored"],
+        time.perf_counter() - t,
+    )
+    info = dict(result.info, masks=str(outdir.path / "masks"))  # not the staging folder
+    return {"summary": s, "info": info}
+
+
+class BackgroundModel:
+    """A background learned on some frames, applied to new ones without solving again.
+
+    As OpenCV's background subtractors: ``model = BackgroundModel().fit(quiet_minute)``
+    solves once (best pair, the options and solve scale of :func:`separate`), then
+    ``model.apply(frame)`` gives the foreground mask of any new frame of the same camera
+    at the cost of a few passes over its pixels: the frame is projected robustly onto the
+    learned background subspace and thresholded with the threshold and clean-up the fit
+    found (:mod:`bpvideo.pipeline.learned`).
+
+    Parameters
+    ----------
+    **options
+        Options of ``bpvideo separate`` (:class:`~bpvideo.settings.SeparateSettings`).
+
+    Attributes
+    ----------
+    threshold : float
+        Threshold on ``|frame - background|`` of the masks, in grey levels.
+    background_image : (H, W) or (H, W, 3) uint8 ndarray
+        The learned background as one image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bpvideo
+    >>> rng = np.random.default_rng(0)
+    >>> frames = rng.normal(100, 2, (40, 24, 32)).clip(0, 255).astype(np.uint8)
+    >>> model = bpvideo.BackgroundModel().fit(frames[:30])
+    >>> frame = frames[35].copy()
+    >>> frame[5:12, 5:12] = 250  # something new
+    >>> mask = model.apply(frame)
+    >>> mask.shape, bool(mask[8, 8]), bool(mask[20, 25])
+    ((24, 32), True, False)
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self.settings = _settings(options, arrays=True)
+        self._learned: LearnedBackground | None = None
+
+    def fit(self, frames: Any, *, callback: Callback | None = None) -> BackgroundModel:
+        """Learn the background on ``frames`` (an array, an iterable, or a file's path).
+
+        Returns
+        -------
+        BackgroundModel
+            ``self``.
+        """
+        if isinstance(frames, (str, os.PathLike)):
+            source = open_source(frames, start=self.settings.start, frames=self.settings.frames,
+                                 step=self.settings.step, scale=self.settings.scale)  # fmt: skip
+        else:
+            source = _open_frames(frames, self.settings)
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                self._learned = learn(source, self.settings, callback=callback)
+        finally:
+            source.close()
+        return self
+
+    @property
+    def learned(self) -> LearnedBackground:
+        """What :meth:`fit` learned."""
+        if self._learned is None:
+            raise InputError("the model has not learned a background yet: call fit(frames)")
+        return self._learned
+
+    @property
+    def threshold(self) -> float:
+        return float(self.learned.threshold or 0.0)
+
+    @property
+    def background_image(self) -> np.ndarray:
+        return self.learned.image
+
+    def apply(self, frames: Any) -> np.ndarray:
+        """Foreground masks of new frames.
+
+        Parameters
+        ----------
+        frames : (H, W[, 3]) array_like, or (T, H, W[, 3]), or iterable of frames
+            One frame or many, of the size the model learned on.
+
+        Returns
+        -------
+        (H, W) bool ndarray for one frame, (T, H, W) for many.
+        """
+        learned = self.learned
+        single = _is_one_frame(frames, learned.native_size)
+        source = open_frames([frames] if single else frames, scale=self.settings.scale)
+        with threadpool_limits(limits=1, user_api="blas"):
+            masks = [w.masks for w in iter_learned_windows(learned, source, self.settings)]
+        out = np.concatenate(masks)
+        return out[0] if single else out
+
+
+def _is_one_frame(frames: Any, native_size: tuple[int, int]) -> bool:
+    """Whether ``frames`` is one (H, W) or (H, W, 3) frame of ``native_size`` (w, h)."""
+    if not isinstance(frames, np.ndarray):
+        return False
+    w, h = native_size
+    return frames.ndim == 2 or (frames.ndim == 3 and frames.shape[:2] == (h, w)
+                                and frames.shape[2] in (1, 3))  # fmt: skip

@@ -1,0 +1,160 @@
+"""Where outputs go: output names and templates, and inputs given as globs (CLI, batch).
+
+``separate`` writes into ``<INPUT name>-bpvideo`` unless told otherwise; with several
+inputs ``-o`` is a template (``OUT/{stem}``, ``{name}``, ``{parent}``, ``{index}``), and
+batch configs fill the same fields (:func:`path_fields`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from bpvideo.errors import InputError
+
+__all__ = ["default_output", "expand_inputs", "format_output", "path_fields", "plan_outputs"]
+
+
+def default_output(input_path: str) -> str:
+    """Output directory used when ``-o`` is not given: ``<stem>-bpvideo`` in the cwd."""
+    stem = Path(input_path.rstrip("/\\")).name
+    stem = Path(stem).stem if Path(stem).suffix else stem
+    return f"{stem or 'video'}-bpvideo"
+
+
+_GLOB_CHARS = set("*?[")
+
+
+def expand_inputs(patterns: Sequence[str]) -> list[str]:
+    """Expand shell-style globs among the inputs, keeping the order given.
+
+    Parameters
+    ----------
+    patterns : sequence of str
+        Paths, globs (``cams/*.mp4``, ``**`` recursive) or ``"-"`` (stdin). A path without
+        glob characters is kept as is, even when missing (its job reports the error).
+        Matches of one glob are sorted; a path listed twice is kept once.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    InputError
+        If a glob matches nothing (the message names it), or stdin is listed with other
+        inputs or twice.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for pattern in patterns:
+        if pattern != "-" and _GLOB_CHARS & set(pattern) and not Path(pattern).exists():
+            matches = sorted(glob.glob(pattern, recursive=True))
+            if not matches:
+                raise InputError(
+                    f"{pattern}: the glob matches no file or folder: check the pattern (quote "
+                    "it so that bpvideo, not the shell, expands it)"
+                )
+        else:
+            matches = [pattern]
+        for match in matches:
+            if match not in seen:
+                seen.add(match)
+                out.append(match)
+    if "-" in out and len(out) > 1:
+        raise InputError("stdin ('-') cannot be combined with other inputs: run it alone")
+    return out
+
+
+def _input_name(input_path: str) -> Path:
+    if input_path == "-":
+        return Path("stdin")
+    p = Path(input_path.rstrip("/\\"))
+    if p.name == "input" and p.parent.name:  # changedetection.net: seq/input -> seq
+        p = p.parent
+    return p
+
+
+def path_fields(input_path: str | os.PathLike) -> dict[str, str]:
+    """The template fields of an input: ``stem``, ``name`` and ``parent``.
+
+    ``stem`` is the file name without extension (or a folder's name), ``name`` the file or
+    folder name, ``parent`` the name of the folder holding it. A changedetection.net
+    ``SEQ/input`` folder counts as ``SEQ``; stdin (``"-"``) is ``stdin`` with no parent.
+    Used by ``separate``'s output templates and by the batch configs.
+    """
+    input_path = str(input_path)
+    p = _input_name(input_path)
+    stem = p.stem if p.suffix and not Path(input_path).is_dir() else p.name
+    parent = p.resolve().parent.name if input_path != "-" else ""
+    return {"stem": stem, "name": p.name, "parent": parent}
+
+
+def format_output(template: str | None, input_path: str, index: int) -> str:
+    """The output directory of one input from an output template.
+
+    Parameters
+    ----------
+    template : str or None
+        ``-o`` value. May hold ``{stem}`` (file name without extension, or folder name),
+        ``{name}`` (file or folder name), ``{parent}`` (name of the folder holding the
+        input) and ``{index}`` (1-based position among the inputs). None gives
+        :func:`default_output`. A template without placeholders is returned as is.
+    input_path : str
+        The input (``"-"`` for stdin: stem ``stdin``).
+    index : int
+        1-based position of the input.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    InputError
+        On an unknown placeholder or a malformed template.
+
+    Examples
+    --------
+    >>> format_output("out/{parent}-{stem}", "cams/north/cam1.mp4", 1)
+    'out/north-cam1'
+    >>> format_output("out/{index:03d}", "a.mp4", 7)
+    'out/007'
+    """
+    if template is None:
+        return (
+            default_output(str(_input_name(input_path))) if input_path != "-" else "stdin-bpvideo"
+        )
+    fields = {**path_fields(input_path), "index": index}
+    try:
+        return template.format(**fields)
+    except KeyError as exc:
+        raise InputError(
+            f"output template {template!r}: unknown placeholder {{{exc.args[0]}}}: use "
+            "{stem}, {name}, {parent} or {index}"
+        ) from None
+    except (ValueError, IndexError) as exc:
+        raise InputError(f"output template {template!r}: {exc}: e.g. -o out/{{stem}}") from None
+
+
+def plan_outputs(inputs: Sequence[str], template: str | None) -> list[str]:
+    """Output directory of each input; refuse templates that send two inputs to one place.
+
+    Raises
+    ------
+    InputError
+        When two inputs would get the same output directory (names the fix).
+    """
+    outputs = [format_output(template, path, i) for i, path in enumerate(inputs, start=1)]
+    seen: dict[str, str] = {}
+    for path, out in zip(inputs, outputs, strict=True):
+        key = str(Path(out).resolve())
+        if key in seen:
+            raise InputError(
+                f"{path} and {seen[key]} would both write to {out}: give -o a template such "
+                "as OUT/{stem}, OUT/{parent}-{stem} or OUT/{index}"
+            )
+        seen[key] = path
+    return outputs

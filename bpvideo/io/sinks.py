@@ -1,0 +1,192 @@
+"""Where the finished windows of ``separate_file`` go: the files of the output directory.
+
+:class:`OutputSinks` takes each finished window (:class:`~bpvideo.pipeline.run.Window`)
+block by block: the background and foreground videos go to ffmpeg encoders fed by their
+own threads, masks into the staging folder (and ``--masks-to``), background frames to the
+``background.png`` median (:class:`Still`) and the ``--preview`` contact sheet.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bpvideo.io.outputs import SUMMARY, OutputDir, atomic_write_bytes
+from bpvideo.io.writers import MaskWriter, RawMaskSink, VideoStream, encode_png
+from bpvideo.preview import contact_sheet, preview_frames
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bpvideo.io.sources import FrameSource
+    from bpvideo.io.summary import Stopwatch
+    from bpvideo.pipeline.run import Window
+    from bpvideo.settings import SeparateSettings
+
+__all__ = ["STILL_FRAMES", "OutputSinks", "PreviewFrames", "Still", "output_names"]
+
+#: Frames of the background kept for the background.png median (decimated beyond: a
+#: median over 512 frames of 320x240 took 0.16 s, over 64 of them 0.02 s).
+STILL_FRAMES = 64
+
+
+def output_names(settings: SeparateSettings) -> dict[str, str]:
+    """``summary.json``'s ``outputs``: the files of a result, by role."""
+    ext = "mkv" if settings.lossless else "mp4"
+    names = {
+        "background_video": f"background.{ext}",
+        "foreground_video": f"foreground.{ext}",
+        "masks": "masks/bin%06d.png",
+        "background_image": "background.png",
+        "summary": SUMMARY,
+    }
+    if settings.preview:
+        names["preview"] = "preview.png"
+    if settings.groundtruth is not None:
+        names["evaluation"] = "evaluation.csv"
+    return names
+
+
+class Still:
+    """Background frames kept for a median still (uniformly decimated to ``limit``)."""
+
+    def __init__(self, limit: int = STILL_FRAMES) -> None:
+        self.limit = limit
+        self.stride = 1
+        self.count = 0
+        self.kept: list[np.ndarray] = []
+
+    def add(self, frames: np.ndarray) -> None:
+        """Offer the next frames (k, H, W[, 3]) uint8."""
+        for frame in frames:
+            if self.count % self.stride == 0:
+                self.kept.append(frame.copy())
+                if len(self.kept) > self.limit:
+                    self.kept = self.kept[::2]
+                    self.stride *= 2
+            self.count += 1
+
+    def median(self) -> np.ndarray:
+        """(H, W[, 3]) uint8: the per-pixel median of the frames kept."""
+        median = np.median(np.stack(self.kept), axis=0)
+        return np.clip(np.rint(median), 0, 255).astype(np.uint8)
+
+
+class PreviewFrames:
+    """Frames kept for the ``--preview`` contact sheet while the video streams by.
+
+    With a known frame count the sheet shows :func:`~bpvideo.preview.preview_frames` of
+    the whole clip; otherwise (stdin) frames of the first window.
+    """
+
+    def __init__(self, frame_count: int | None) -> None:
+        self.wanted = set(preview_frames(frame_count)) if frame_count else None
+        self.kept: list[tuple[np.ndarray, ...]] = []
+
+    def add(
+        self,
+        first: int,
+        frames: np.ndarray,
+        background: np.ndarray,
+        foreground: np.ndarray,
+        masks: np.ndarray,
+        span: int | None = None,
+    ) -> None:
+        """Offer the frames ``first, first + 1, ...`` of the clip.
+
+        ``span``: frames of the window these belong to, from ``first`` on (the sheet of a
+        clip of unknown length shows frames of its first window).
+        """
+        if self.wanted is None:
+            self.wanted = {first + i for i in preview_frames(span or len(masks))}
+        picks = [i - first for i in sorted(self.wanted) if first <= i < first + len(masks)]
+        for i in picks:
+            self.kept.append(tuple(x[i].copy() for x in (frames, background, foreground, masks)))
+
+    def sheet(self) -> np.ndarray:
+        """The contact sheet of the frames kept."""
+        frames, background, foreground, masks = (np.stack(x) for x in zip(*self.kept, strict=True))
+        return contact_sheet(frames, background, foreground, masks, rows=len(masks))
+
+
+class OutputSinks:
+    """The files of one result, written as the windows come (see the module docstring).
+
+    Parameters
+    ----------
+    outdir : OutputDir
+        The output directory, entered (its staging folder exists).
+    source : FrameSource
+        The frames (rate, count, how masks are numbered).
+    settings : SeparateSettings
+        ``lossless``, ``gray``, ``preview``, ``masks_to``.
+    clock : Stopwatch
+        Counts the seconds of writing.
+    """
+
+    def __init__(
+        self,
+        outdir: OutputDir,
+        source: FrameSource,
+        settings: SeparateSettings,
+        clock: Stopwatch,
+    ) -> None:
+        names = output_names(settings)
+        self.outdir = outdir
+        self.source = source
+        self.gray = settings.gray
+        self.clock = clock
+        lossless = settings.lossless
+        self.bg_stream = VideoStream(outdir.stage(names["background_video"]), source.fps,
+                                     lossless=lossless)  # fmt: skip
+        self.fg_stream = VideoStream(outdir.stage(names["foreground_video"]), source.fps,
+                                     lossless=lossless)  # fmt: skip
+        self.raw = RawMaskSink(settings.masks_to) if settings.masks_to else None
+        self.mask_files = MaskWriter(outdir.stage("masks"))
+        self.still = Still()
+        self.shown = PreviewFrames(source.frame_count) if settings.preview else None
+        self.written = 0
+
+    def open(self) -> None:
+        """Start both encoders now (ffmpeg loads while the frames are read and solved)."""
+        size = (self.source.height, self.source.width)
+        self.bg_stream.open(size if self.gray else (*size, 3))
+        self.fg_stream.open((*size, 3))
+
+    def write(self, window: Window) -> None:
+        """Write the frames of a finished window, block by block."""
+        offset = 0
+        for block in window.blocks():
+            t = time.perf_counter()
+            background, masks = block.background, block.masks
+            foreground = block.foreground
+            self.bg_stream.write(background)
+            self.fg_stream.write(foreground)
+            if self.shown is not None:
+                self.shown.add(self.written, block.frames, background, foreground, masks,
+                               len(window) - offset)  # fmt: skip
+            self.mask_files.write(masks, [self.source.mask_number(n) for n in block.numbers])
+            if self.raw is not None:
+                self.raw.write(masks)
+            self.still.add(background)
+            self.written += len(masks)
+            offset += len(masks)
+            self.clock.add("write", time.perf_counter() - t)
+
+    def close(self) -> None:
+        """Finish the videos, the raw masks, ``background.png`` and the preview."""
+        self.bg_stream.close()
+        self.fg_stream.close()
+        self.mask_files.close()
+        if self.raw is not None:
+            self.raw.close()
+        stage = self.outdir.stage
+        atomic_write_bytes(stage("background.png"), encode_png(self.still.median()))
+        if self.shown is not None:
+            atomic_write_bytes(stage("preview.png"), encode_png(self.shown.sheet()))
+
+    def abort(self) -> None:
+        """Stop the encoders and the mask writer (after a failure or an interruption)."""
+        self.bg_stream.abort()
+        self.fg_stream.abort()
+        self.mask_files.abort()

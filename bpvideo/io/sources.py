@@ -1,0 +1,555 @@
+"""Frames in: video files, image folders, pipes and arrays, read as a stream (the I/O layer).
+
+Sources
+-------
+- Video files (mp4, avi, mkv, mov, ... anything ffmpeg decodes) are decoded by the ffmpeg
+  binary that ships with ``imageio-ffmpeg``, in a separate process. OpenCV's own AVI
+  demuxer was seen to corrupt the heap and kill the process on a raw-video AVI
+  (``malloc_consolidate(): invalid chunk size``, OpenCV 4.14 and 5.0); a decoder crash in
+  a child process is an error message instead.
+- Image folders: sorted frames (``in000001.jpg`` ...), the changedetection.net layout (a
+  folder with ``input/``), or Wallflower's (``b00000.bmp`` beside other files: the largest
+  group of files sharing a name prefix is taken).
+- stdin (``"-"``): raw frames, y4m or a container (:mod:`bpvideo.io.pipes`).
+- Arrays and iterables of frames (:func:`bpvideo.io.arrays.open_frames`), for the library.
+
+Every source is a :class:`FrameSource`: numbered uint8 BGR frames (colour is never lost),
+decoded only as they are consumed. :func:`bpvideo.io.video.video_from_frames` stacks some
+of them into a data matrix with one column per frame.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError, WorkError
+from bpvideo.io import _ffmpeg
+from bpvideo.io.pipes import open_pipe
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "FrameSource",
+    "TruncatedVideoError",
+    "VideoProbe",
+    "iter_frames",
+    "list_image_files",
+    "open_source",
+    "probe",
+    "resize_frame",
+]
+
+logger = logging.getLogger("bpvideo")
+
+# OpenCV logs its own decoder complaints ("IHDR chunk shall be first") straight to fd 2;
+# bpvideo reports an unreadable image itself, in one line that names the file.
+if hasattr(cv2, "utils") and hasattr(cv2.utils, "logging"):
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_FATAL)
+
+IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
+DEFAULT_FOLDER_FPS = 25.0
+_TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
+
+
+@dataclass
+class VideoProbe:
+    """What is known about a source before reading it.
+
+    Attributes
+    ----------
+    kind : {"video", "folder"}
+    width, height : int
+        Frame size before scaling.
+    fps : float
+        Native frame rate.
+    frame_count : int or None
+        Frames expected (None when the container does not say).
+    files : list of Path
+        The frame files of an image folder (empty for videos).
+    numbers : list of int
+        Frame number of each file of a folder: the number at the end of its name, or its
+        0-based position when the names do not number the frames one to one.
+    numbering : {"index", "name"}
+        Where the frame numbers come from (see :attr:`FrameSource.numbering`).
+    """
+
+    kind: str
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None
+    files: list[Path] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    numbering: str = "index"
+
+
+class TruncatedVideoError(WorkError):
+    """A video whose decoding stopped before its end (truncated or damaged).
+
+    Attributes
+    ----------
+    decoded : int
+        Frames decoded before the failure (frame numbers ``0 .. decoded - 1``).
+    expected : int or None
+        Frames the container announces (None when it does not say).
+    """
+
+    def __init__(self, message: str, decoded: int, expected: int | None) -> None:
+        super().__init__(message, option=("allow_partial", False))
+        self.decoded = decoded
+        self.expected = expected
+
+
+def short_read_tolerance(expected: int) -> int:
+    """Frames a video may fall short of its announced count without being an error.
+
+    Containers announce a duration, not a frame count: ``round(duration * fps)`` is often
+    one frame more than the frames there are (AVI files of ../shared/data: 200 announced,
+    199 decoded). Shortfalls above ``max(2, 1 %)`` are reported as truncation.
+    """
+    return max(2, math.ceil(0.01 * expected))
+
+
+def _natural_key(path: Path) -> tuple[str, int, str]:
+    match = _TRAILING_NUMBER.match(path.stem)
+    if match:
+        return (match.group(1), int(match.group(2)), path.suffix.lower())
+    return (path.stem, -1, path.suffix.lower())
+
+
+def list_image_files(folder: Path) -> list[Path]:
+    """Frame files of an image folder, in frame order.
+
+    Uses ``folder/input`` when present (changedetection.net layout). Among image files,
+    the largest group sharing a name prefix and extension is taken (Wallflower keeps its
+    ground-truth frame beside the input frames).
+
+    Parameters
+    ----------
+    folder : Path
+        The folder.
+
+    Returns
+    -------
+    list of Path
+        Sorted by the trailing number of the name.
+    """
+    if (folder / "input").is_dir():
+        folder = folder / "input"
+    images = [p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()]
+    if not images:
+        return []
+    groups = Counter(_natural_key(p)[0::2] for p in images)
+    (prefix, ext), _ = groups.most_common(1)[0]
+    chosen = sorted((p for p in images if _natural_key(p)[0::2] == (prefix, ext)), key=_natural_key)
+    if len(chosen) < len(images):
+        logger.info(
+            "%s: using %d frames named %s*%s, ignoring %d other image(s)",
+            folder,
+            len(chosen),
+            prefix,
+            ext,
+            len(images) - len(chosen),
+        )
+    return chosen
+
+
+def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
+    """Frame numbers of a folder's files and their origin (``"name"`` or ``"index"``)."""
+    numbers = [_natural_key(p)[1] for p in files]
+    if min(numbers, default=0) >= 0 and len(set(numbers)) == len(numbers):
+        return numbers, "name"
+    return list(range(len(files))), "index"
+
+
+def _ffmpeg_reader(path: Path, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
+    try:
+        return _ffmpeg.decode(str(path), pix_fmt)
+    except (OSError, RuntimeError, KeyError, ValueError) as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            f"{path}: cannot be decoded as a video ({detail}): check the file, or re-encode "
+            "it with ffmpeg -i IN -c:v libx264 OUT.mp4"
+        ) from None
+
+
+def probe(path: str | os.PathLike) -> VideoProbe:
+    """Find the kind, size, frame rate and length of a source without decoding it all.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A video file or an image folder.
+
+    Returns
+    -------
+    VideoProbe
+
+    Raises
+    ------
+    InputError
+        If the path is missing, empty, or not a video or image folder.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or folder: check the path")
+    if p.is_dir():
+        files = list_image_files(p)
+        if not files:
+            raise InputError(
+                f"{p}: folder holds no image frames ({', '.join(sorted(IMAGE_EXTENSIONS))}): "
+                "give a video file or a folder of frames"
+            )
+        first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
+        if first is None:
+            raise InputError(f"{files[0]}: cannot be read as an image: remove or replace it")
+        h, w = first.shape[:2]
+        numbers, numbering = _file_numbers(files)
+        return VideoProbe("folder", w, h, DEFAULT_FOLDER_FPS, len(files), files, numbers, numbering)
+    if p.stat().st_size == 0:
+        raise InputError(f"{p}: file is empty: give a video file with frames in it")
+    if p.suffix.lower() in IMAGE_EXTENSIONS:
+        raise InputError(
+            f"{p}: is a single image, but separation needs many frames: give a video or a "
+            "folder of frames"
+        )
+    gen, meta = _ffmpeg_reader(p)
+    gen.close()
+    return _video_probe(meta)
+
+
+def _video_probe(meta: dict) -> VideoProbe:
+    """The :class:`VideoProbe` of a video from ffmpeg's header (parsed)."""
+    w, h = meta["size"]
+    fps = float(meta.get("fps") or DEFAULT_FOLDER_FPS)
+    duration = meta.get("duration")
+    count = round(duration * fps) if duration and fps else None
+    return VideoProbe("video", int(w), int(h), fps, count)
+
+
+def iter_frames(
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    frames: int | None = None,
+    step: int = 1,
+    info: VideoProbe | None = None,
+    decoder: tuple[Iterator[bytes], dict] | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A video file or an image folder.
+    start, frames, step
+        Frame selection: frames ``start, start + step, ...``, at most ``frames`` of them.
+    info : VideoProbe, optional
+        A probe of ``path`` already made.
+    decoder : (frames, meta), optional
+        An ffmpeg decoding ``path`` from its first frame, already started (the one
+        :func:`open_source` probed with); closed with this iterator.
+
+    Yields
+    ------
+    (int, (H, W, 3) uint8 ndarray)
+        Frame number and frame.
+
+    Raises
+    ------
+    InputError
+        For frames that cannot be read, or of a different size than the first.
+    TruncatedVideoError
+        When decoding fails part-way, or the video ends more than
+        :func:`short_read_tolerance` frames before the count its container announces;
+        the message names the frame. The frames before it have been yielded.
+    """
+    p = Path(path)
+    info = info or probe(p)
+    count = 0
+    if info.kind == "folder":
+        numbers = dict(zip(info.files, info.numbers, strict=True))
+        selected = info.files[start::step]
+        if frames is not None:
+            selected = selected[:frames]
+        for file in selected:
+            image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+            if image is None:
+                raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+            if image.shape[:2] != (info.height, info.width):
+                raise InputError(
+                    f"{file}: frame is {image.shape[1]}x{image.shape[0]} but the first frame is "
+                    f"{info.width}x{info.height}: all frames of a folder must have one size"
+                )
+            yield numbers[file], image
+        return
+    gen, meta = decoder if decoder is not None else _ffmpeg_reader(p)
+    w, h = meta["size"]
+    index = -1
+    try:
+        while frames is None or count < frames:
+            try:
+                buf = next(gen)
+            except StopIteration:
+                expected = info.frame_count
+                if expected is not None and expected - (index + 1) > short_read_tolerance(expected):
+                    raise TruncatedVideoError(
+                        f"{p}: only {index + 1} of the {expected} frames its header announces "
+                        f"could be decoded (truncated or damaged after frame {index + 1}): "
+                        "repair or re-encode it, or pass {allow_partial=True} to keep the "
+                        "frames read",
+                        index + 1,
+                        expected,
+                    ) from None
+                break
+            except RuntimeError as exc:
+                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise TruncatedVideoError(
+                    f"{p}: decoding failed at frame {index + 1} after {index + 1} frame(s) were "
+                    f"decoded ({detail}): the file is damaged; re-encode it, use {{frames}} to "
+                    "stop before the damage, or pass {allow_partial=True} to keep the frames "
+                    "read",
+                    index + 1,
+                    info.frame_count,
+                ) from None
+            index += 1
+            if index < start or (index - start) % step:
+                continue
+            frame = np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
+            count += 1
+            yield index, frame
+    finally:
+        gen.close()
+
+
+def resize_frame(
+    image: np.ndarray, scale: float, interpolation: int = cv2.INTER_AREA
+) -> np.ndarray:
+    """``image`` resized by ``scale`` (``INTER_AREA`` down, ``INTER_LINEAR`` up)."""
+    if scale == 1.0:
+        return image
+    h, w = image.shape[:2]
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    if scale > 1.0 and interpolation == cv2.INTER_AREA:
+        interpolation = cv2.INTER_LINEAR
+    return cv2.resize(image, size, interpolation=interpolation)
+
+
+@dataclass
+class FrameSource:
+    """A stream of selected, scaled uint8 BGR frames, read only as they are consumed.
+
+    Attributes
+    ----------
+    name : str
+        Where the frames come from (``"-"`` for stdin).
+    width, height : int
+        Frame size after scaling.
+    fps : float
+        Frame rate of the selected frames.
+    frame_count : int or None
+        Frames expected after the selection (None when unknown, e.g. stdin).
+    native_size : (int, int)
+        ``(width, height)`` before scaling.
+    frames : iterator of (int, (H, W, 3) uint8 ndarray)
+        Frame number and frame, in order.
+    numbering : {"index", "name"}
+        What the frame numbers are: 0-based decode indices (videos, pipes, arrays), or the
+        numbers in the frame files' names (image folders).
+    channels : {1, 3}
+        Channels of the frames as given (1: grey arrays; the frames are BGR all the same).
+    total_frames : int or None
+        Frames in the source before the selection (None when unknown, e.g. stdin).
+    partial : bool
+        Set once the frames are consumed: the video was truncated or damaged and
+        ``allow_partial`` kept the frames decoded before the damage.
+    frames_expected : int or None
+        With ``partial``: the frames the container announced.
+    """
+
+    name: str
+    width: int
+    height: int
+    fps: float
+    frame_count: int | None
+    native_size: tuple[int, int]
+    frames: Iterator[tuple[int, np.ndarray]]
+    numbering: str = "index"
+    channels: int = 3
+    total_frames: int | None = None
+    partial: bool = False
+    frames_expected: int | None = None
+    _decoder: Any = None
+
+    def mask_number(self, frame_number: int) -> int:
+        """The number in the name of a frame's mask file (``bin%06d.png``).
+
+        As changedetection.net names result files: the number of the frame's file for
+        image folders (``in000470.jpg`` -> ``bin000470.png``), the 0-based index + 1 for
+        videos and pipes (``--start 50`` gives ``bin000051.png`` first).
+        """
+        return frame_number if self.numbering == "name" else frame_number + 1
+
+    def nothing_selected(self, start: int, step: int) -> InputError:
+        """The error of a selection that holds no frame."""
+        total = self.total_frames
+        total = "" if total is None else f"the source has {total} frame(s), "
+        return InputError(
+            f"{self.name}: no frames selected ({total}{{start=}}, {{step={step}}}): lower "
+            "{start} or check the input",
+            option=("start", start),
+        )
+
+    def close(self) -> None:
+        """Stop reading (ends a decoding child process)."""
+        for frames in (self.frames, self._decoder):
+            close = getattr(frames, "close", None)
+            if close is not None:
+                close()
+
+
+def _scaled_size(w: int, h: int, scale: float) -> tuple[int, int]:
+    if scale == 1.0:
+        return w, h
+    return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+def _select(
+    frames: Iterator[tuple[int, np.ndarray]], start: int, count: int | None, step: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    kept = 0
+    for index, frame in frames:
+        if count is not None and kept >= count:
+            return
+        if index < start or (index - start) % step:
+            continue
+        kept += 1
+        yield index, frame
+
+
+def _selected_count(total: int | None, start: int, frames: int | None, step: int) -> int | None:
+    """Frames that ``start``/``frames``/``step`` select from ``total`` (None if unknown)."""
+    if total is None:
+        return None
+    count = max(0, -(-(total - start) // step))
+    return count if frames is None else min(count, frames)
+
+
+def open_source(
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    frames: int | None = None,
+    step: int = 1,
+    scale: float = 1.0,
+    fps: float | None = None,
+    size: tuple[int, int] | None = None,
+    pix_fmt: str = "gray",
+    stdin: BinaryIO | None = None,
+    allow_partial: bool = False,
+) -> FrameSource:
+    """Open a video file, image folder or stdin (``"-"``) as a :class:`FrameSource`.
+
+    Nothing but the header is read: frames are decoded as the iterator is consumed, so
+    only the frames a caller keeps are in memory (as uint8).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Video file, image folder, or ``"-"`` for stdin (raw frames when ``size`` is given,
+        else y4m or any container ffmpeg can read from a pipe, see
+        :func:`~bpvideo.io.pipes.open_pipe`).
+    start, frames, step : int
+        Frame selection: frames ``start, start + step, ...``, at most ``frames`` of them.
+    scale : float
+        Resize factor.
+    fps : float, optional
+        Frame rate override (raw stdin has none: 25 by default).
+    size : (width, height), optional
+        Size of raw frames on stdin.
+    pix_fmt : {"gray", "bgr24"}
+        Pixel format of raw frames on stdin.
+    stdin : binary file, optional
+        Stream to read instead of ``sys.stdin.buffer`` (tests).
+    allow_partial : bool, default False
+        On a truncated or damaged video, end the stream at the damage (and set
+        ``source.partial``) instead of raising :class:`TruncatedVideoError`.
+
+    Returns
+    -------
+    FrameSource
+
+    Raises
+    ------
+    InputError
+        Missing or undecodable input (before any frame is consumed).
+    """
+    if str(path) == "-":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
+        source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
+        selected = _select(raw, start, frames, step)
+    else:
+        p = Path(path)
+        decoder = None
+        if p.is_file() and p.stat().st_size > 0 and p.suffix.lower() not in IMAGE_EXTENSIONS:
+            decoder = _ffmpeg_reader(p)  # one ffmpeg probes and decodes
+            info = _video_probe(decoder[1])
+        else:
+            info = probe(path)  # a folder, or an input refused with a clear message
+        w, h = info.width, info.height
+        rate = fps if fps is not None else info.fps / step
+        count = _selected_count(info.frame_count, start, frames, step)
+        source = FrameSource(str(path), w, h, float(rate), count, (w, h), iter(()),
+                             numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
+        selected = iter_frames(
+            path, start=start, frames=frames, step=step, info=info, decoder=decoder
+        )
+        if decoder is not None:  # closed by close() even when no frame is read
+            source._decoder = decoder[0]
+    source.width, source.height = _scaled_size(w, h, scale)
+    source.frames = _scaled(source, selected, scale, allow_partial, (start, frames, step))
+    return source
+
+
+def _scaled(
+    source: FrameSource,
+    selected: Iterator[tuple[int, np.ndarray]],
+    scale: float,
+    allow_partial: bool,
+    selection: tuple[int, int | None, int],
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The frames of ``selected`` resized; a truncation ends them when ``allow_partial``."""
+    kept = 0
+    try:
+        for number, frame in selected:
+            kept += 1
+            yield number, resize_frame(frame, scale)
+    except TruncatedVideoError as exc:
+        if not allow_partial:
+            raise
+        source.partial = True
+        source.frames_expected = _selected_count(exc.expected, *selection)
+        logger.warning(
+            "%s: only %d frame(s) could be decoded (of %s announced); allow_partial keeps "
+            "the %d selected frame(s) read and marks the result partial",
+            source.name,
+            exc.decoded,
+            exc.expected if exc.expected is not None else "an unknown number",
+            kept,
+        )
+    finally:
+        close = getattr(selected, "close", None)
+        if close is not None:
+            close()

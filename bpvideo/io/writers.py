@@ -1,0 +1,475 @@
+"""Videos and masks out, fed frame by frame and written by threads (the writers).
+
+:class:`VideoStream` keeps one ffmpeg encoder open across a long video; :class:`MaskWriter`
+writes ``bin%06d.png`` files; :class:`RawMaskSink` writes raw 0/255 masks to a file or
+stdout (``--masks-to``). Each writes from its own thread, so that the caller forms the
+next frames meanwhile (pipe writes, PNG encoding and file writes release the
+interpreter lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.io import _ffmpeg
+from bpvideo.io.outputs import signals_deferred
+
+__all__ = [
+    "MaskWriter",
+    "RawMaskSink",
+    "VideoStream",
+    "encode_png",
+    "write_masks",
+    "write_streams",
+    "write_video",
+]
+
+
+def encode_png(image: np.ndarray) -> bytes:
+    """PNG bytes of a uint8 image (grey or BGR)."""
+    ok, buf = cv2.imencode(".png", image)
+    if not ok:  # pragma: no cover - cv2 only fails on unsupported arrays
+        raise WorkError(f"could not encode a {image.shape} {image.dtype} image as PNG")
+    return buf.tobytes()
+
+
+def _write_mask_png(folder: Path, number: int, image: np.ndarray) -> None:
+    """``folder/bin%06d.png`` of a 0/255 uint8 mask."""
+    (folder / f"bin{number:06d}.png").write_bytes(encode_png(image))
+
+
+def write_masks(
+    folder: Path,
+    masks: Iterable[np.ndarray],
+    *,
+    first: int = 1,
+    numbers: Iterable[int] | None = None,
+) -> int:
+    """Write ``bin%06d.png`` files (0/255).
+
+    Parameters
+    ----------
+    folder : Path
+        Destination folder (created).
+    masks : iterable of (H, W) bool ndarray
+        One mask per frame.
+    first : int, default 1
+        Number of the first file, the next ones counting up (without ``numbers``).
+    numbers : iterable of int, optional
+        The number of each file (the frames' mask numbers, see
+        :meth:`~bpvideo.io.sources.FrameSource.mask_number`).
+
+    Returns
+    -------
+    int
+        Number of files written.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    numbered = zip(itertools.count(first) if numbers is None else numbers, masks, strict=False)
+    count = 0
+    for number, mask in numbered:
+        _write_mask_png(folder, number, np.where(mask, np.uint8(255), np.uint8(0)))
+        count += 1
+    return count
+
+
+class _Worker:
+    """A daemon thread that runs ``work(item)`` on queued items, in order.
+
+    The first error is kept and handed to the caller: :meth:`put` raises it, and
+    :meth:`finish` returns it; items queued after it are dropped. Used to encode videos
+    and masks while the main thread forms the next frames (pipe writes, PNG encoding and
+    file writes release the interpreter lock).
+    """
+
+    def __init__(self, work: Callable[[Any], None], maxsize: int, name: str) -> None:
+        self._work = work
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, maxsize))
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _END:
+                return
+            if self.error is None:
+                try:
+                    self._work(item)
+                except BaseException as exc:  # handed to the caller
+                    self.error = exc
+
+    def put(self, item: Any) -> None:
+        """Queue ``item`` (waits while the queue is full); raises the thread's error."""
+        while True:
+            if self.error is not None:
+                raise self.error
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                if not self._thread.is_alive():  # pragma: no cover - cannot happen
+                    self.error = RuntimeError(f"{self._thread.name} stopped")
+
+    def finish(self) -> BaseException | None:
+        """Wait until every item is done; return the error, if any."""
+        with contextlib.suppress(BaseException):
+            self._queue.put(_END)
+        self._thread.join()
+        return self.error
+
+    def stop(self) -> None:
+        """Drop the queued items and wait for the thread to end (its current item ends
+        first: stop what it waits on, such as a child process, before)."""
+        self.error = self.error or RuntimeError("stopped")
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self._queue.get_nowait()
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(_END)
+            self._thread.join(0.05)
+
+
+_END = object()
+
+
+class MaskWriter:
+    """``bin%06d.png`` masks (0/255), written by a thread.
+
+    Parameters
+    ----------
+    folder : Path
+        Destination folder (created).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+        self._worker = _Worker(self._write, 8, "bpvideo-masks")
+
+    def _write(self, item: tuple[list[int], np.ndarray]) -> None:
+        numbers, images = item
+        for number, image in zip(numbers, images, strict=True):
+            _write_mask_png(self.folder, number, image)
+
+    def write(self, masks: np.ndarray, numbers: Iterable[int] | None = None) -> None:
+        """Queue (k, H, W) boolean masks of the next k frames.
+
+        Parameters
+        ----------
+        masks : (k, H, W) bool ndarray
+            The masks.
+        numbers : iterable of int, optional
+            The number in each file's name (default: counting on from 1).
+
+        Raises
+        ------
+        OSError
+            From an earlier write that failed (disk full...).
+        """
+        images = np.multiply(np.ascontiguousarray(masks).view(np.uint8), 255, dtype=np.uint8)
+        if numbers is None:
+            numbers = range(self.count + 1, self.count + 1 + len(images))
+        self._worker.put((list(numbers), images))
+        self.count += len(images)
+
+    def close(self) -> None:
+        """Wait for the files; raise the error of a write that failed."""
+        error = self._worker.finish()
+        if error is not None:
+            raise error
+
+    def abort(self) -> None:
+        """Stop writing (after a failure or an interruption)."""
+        self._worker.stop()
+
+
+#: Bytes of frames queued for each encoder.
+QUEUE_BYTES = 16 << 20
+
+
+class VideoStream:
+    """An ffmpeg encoder that takes frames as they are finished, fed by its own thread.
+
+    The child process (the ffmpeg binary of imageio-ffmpeg) stays open across
+    :meth:`write` calls, so a long video is encoded without holding its frames. Frames
+    are queued (at most :data:`QUEUE_BYTES`) and written into ffmpeg's pipe by a thread,
+    so that the caller goes on computing while ffmpeg encodes; a pipe write releases the
+    interpreter lock.
+
+    Parameters
+    ----------
+    path : Path
+        Output file; ``.mp4`` for H.264, ``.mkv`` for FFV1 (``lossless=True``).
+    fps : float
+        Frame rate.
+    lossless : bool, default False
+        FFV1 instead of H.264.
+
+    Notes
+    -----
+    H.264 in yuv420p needs even sizes: odd frames are padded by one replicated row or
+    column (players and browsers refuse odd sizes). The size and colour are taken from the
+    first frame written. The frames handed to :meth:`write` must not be changed afterwards
+    (they are written later, from the queue).
+    """
+
+    def __init__(self, path: Path, fps: float, *, lossless: bool = False) -> None:
+        self.path = Path(path)
+        self.fps = float(fps)
+        self.lossless = lossless
+        self.frames_written = 0
+        self._proc: subprocess.Popen | None = None
+        self._worker: _Worker | None = None
+        self._log: Any = None
+        self._pad: tuple[int, int] = (0, 0)
+        self._colour = False
+        self._shape: tuple[int, ...] = ()
+
+    def _command(self, frame: np.ndarray) -> list[str]:
+        colour = frame.ndim == 3
+        h, w = frame.shape[:2]
+        pad_h, pad_w = (0, 0) if self.lossless else (h % 2, w % 2)
+        if self.lossless:
+            codec, pix_out, params = "ffv1", ("bgr0" if colour else "gray"), ["-level", "3"]
+        else:
+            codec, pix_out = "libx264", "yuv420p"
+            params = ["-crf", "18", "-preset", "veryfast", "-movflags", "+faststart"]
+        self._pad = (pad_h, pad_w)
+        self._colour = colour
+        self._shape = frame.shape
+        fps = Fraction(self.fps).limit_denominator()
+        return [
+            _ffmpeg.executable(),
+            "-hide_banner", "-loglevel", "error", "-y",
+            "-f", "rawvideo", "-pix_fmt", "bgr24" if colour else "gray",
+            "-s", f"{w + pad_w}x{h + pad_h}", "-r", str(fps), "-i", "-",
+            "-an", "-c:v", codec, "-pix_fmt", pix_out, *params, str(self.path),
+        ]  # fmt: skip
+
+    def _open(self, frame: np.ndarray) -> None:
+        cmd = self._command(frame)
+        self._log = tempfile.TemporaryFile()
+        with signals_deferred():  # ffmpeg starts here: let it start under supervision
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                **_ffmpeg.no_sigint(),
+            )
+        _ffmpeg.enlarge_pipe(self._proc.stdin)
+        frame_bytes = max(1, int(np.prod(frame.shape)))
+        stdin = self._proc.stdin
+        self._worker = _Worker(
+            lambda frame: stdin.write(memoryview(frame).cast("B")),
+            max(4, QUEUE_BYTES // frame_bytes),
+            "bpvideo-encoder",
+        )
+
+    def _failure(self, detail: object) -> WorkError:
+        message = ""
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.seek(0)
+                lines = self._log.read().decode(errors="replace").strip().splitlines()
+                message = lines[-1] if lines else ""
+        return WorkError(
+            f"{self.path}: ffmpeg could not write the video ({message or detail}): check free "
+            "disk space"
+        )
+
+    def open(self, shape: tuple[int, ...]) -> None:
+        """Start the encoder for frames of ``shape`` ((H, W) grey or (H, W, 3) BGR) now.
+
+        Optional: :meth:`write` starts it on the first frame otherwise. Starting it early
+        lets ffmpeg load while frames are still being read and solved.
+        """
+        if self._proc is None:
+            self._open(np.empty(shape, dtype=np.uint8))
+
+    def write(self, frames: Iterable[np.ndarray]) -> None:
+        """Queue ``frames``: (H, W) grey or (H, W, 3) BGR uint8 arrays, for encoding.
+
+        Raises
+        ------
+        WorkError
+            If ffmpeg failed (disk full, ...).
+        """
+        for frame in frames:
+            if self._proc is None:
+                self._open(frame)
+            if frame.shape != self._shape:
+                self.abort()
+                raise WorkError(
+                    f"{self.path}: a frame of {frame.shape} after frames of {self._shape}: "
+                    "every frame of a video must have one shape"
+                )
+            pad_h, pad_w = self._pad
+            if pad_h or pad_w:
+                widths = ((0, pad_h), (0, pad_w)) + (((0, 0),) if self._colour else ())
+                frame = np.pad(frame, widths, mode="edge")
+            self._put(np.ascontiguousarray(frame))
+            self.frames_written += 1
+
+    def _put(self, frame: np.ndarray) -> None:
+        assert self._worker is not None
+        try:
+            self._worker.put(frame)
+        except BaseException as exc:
+            self.abort()
+            raise self._failure(exc) from None
+
+    def close(self) -> None:
+        """Finish the file (waits for the queue and for ffmpeg).
+
+        Raises
+        ------
+        WorkError
+            If ffmpeg failed.
+        """
+        if self._proc is None:
+            return
+        assert self._worker is not None
+        error = self._worker.finish()
+        proc, self._proc = self._proc, None
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        code = proc.wait()
+        try:
+            if error is not None or code != 0:
+                raise self._failure(error or f"exit status {code}")
+        finally:
+            self._close_log()
+
+    def abort(self) -> None:
+        """Kill the encoder without raising (after a failure or an interruption)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.kill()  # a write blocked in the feeding thread now fails
+        if self._worker is not None:
+            self._worker.stop()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        with contextlib.suppress(OSError):
+            proc.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            with contextlib.suppress(OSError):
+                self._log.close()
+            self._log = None
+
+
+def write_streams(pairs: Iterable[tuple[VideoStream, np.ndarray]]) -> None:
+    """Feed several encoders frame by frame in turn, so that they encode side by side.
+
+    Parameters
+    ----------
+    pairs : iterable of (VideoStream, frames)
+        Each stream with its frames (the same number of frames for every stream).
+
+    Raises
+    ------
+    WorkError
+        If an ffmpeg fails (see :meth:`VideoStream.write`).
+    """
+    pairs = list(pairs)
+    for i in range(max((len(frames) for _, frames in pairs), default=0)):
+        for stream, frames in pairs:
+            if i < len(frames):
+                stream.write(frames[i : i + 1])
+
+
+def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = False) -> None:
+    """Encode frames with ffmpeg (from imageio-ffmpeg).
+
+    Parameters
+    ----------
+    path : Path
+        Output file; ``.mp4`` for H.264, ``.mkv`` for FFV1 (``lossless=True``).
+    frames : (n, H, W) or (n, H, W, 3) uint8 ndarray
+        Grey or BGR frames.
+    fps : float
+        Frame rate.
+    lossless : bool, default False
+        FFV1 instead of H.264.
+
+    Raises
+    ------
+    WorkError
+        If ffmpeg fails (disk full, ...).
+
+    Notes
+    -----
+    H.264 in yuv420p needs even sizes: odd frames are padded by one replicated row or
+    column (players and browsers refuse odd sizes). See :class:`VideoStream`.
+    """
+    stream = VideoStream(path, fps, lossless=lossless)
+    try:
+        stream.write(frames)
+        stream.close()
+    finally:
+        stream.abort()
+
+
+class RawMaskSink:
+    """Masks as raw gray frames (0/255, H*W bytes each) to a file or to stdout (``"-"``).
+
+    Parameters
+    ----------
+    target : str
+        A file path, or ``"-"`` for stdout (binary, unbuffered by Python's text layer).
+
+    Notes
+    -----
+    A reader that closes the pipe early raises :class:`BrokenPipeError` from
+    :meth:`write`; the CLI ends quietly on it.
+    """
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.to_stdout = target == "-"
+        if self.to_stdout:
+            self._fh = sys.stdout.buffer
+        else:
+            try:
+                self._fh = open(target, "wb")
+            except OSError as exc:
+                raise InputError(
+                    f"{literal(target)}: cannot write the raw masks ({exc.strerror}): choose "
+                    "another {masks_to}",
+                    option=("masks_to", target),
+                ) from None
+
+    def write(self, masks: Iterable[np.ndarray]) -> None:
+        """Write boolean (H, W) masks as 0/255 bytes."""
+        for mask in masks:
+            self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Flush (stdout) or close (file)."""
+        if self.to_stdout:
+            self._fh.flush()
+        else:
+            self._fh.close()

@@ -1,0 +1,321 @@
+"""Windows: the memory plan, cutting a stream of frames into windows, and what one window
+hands on to the next (its background subspace: carried columns and the warm start).
+
+A long video is solved window by window: each window holds ``window`` frames, the last
+``overlap`` of the previous window's (re-solved, not re-written) and new ones, plus
+:data:`CARRY_FRAMES` columns of the previous window's background (solved with it, never
+written), so that the background model goes on from window to window. Memory is planned
+before any work (:func:`plan_window`) so that a job that cannot fit is refused at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+
+from bpvideo.errors import InputError
+from bpvideo.io.video import Video
+from bpvideo.settings import SeparateSettings
+from bpvideo.solvers import check_problem, project_rank, project_sparse
+
+__all__ = [
+    "AUTO_WHOLE_MAX",
+    "AUTO_WINDOW",
+    "CARRY_FRAMES",
+    "available_memory",
+    "check_window",
+    "chunk_windows",
+    "estimate_memory",
+    "frame_bytes",
+    "plan_window",
+    "warm_start",
+    "with_carried",
+]
+
+#: float32 m x n matrices alive at the solver's peak (measured with tracemalloc on a
+#: 76800 x 200 best-pair solve: 15.5, plus the data matrix; rounded up for the masks).
+LIVE_MATRICES = 18
+#: ``--window auto``: clips of at most this many frames are solved whole.
+AUTO_WHOLE_MAX = 400
+#: ``--window auto``: frames per window for longer clips (less when memory is short).
+AUTO_WINDOW = 200
+#: Fraction of the available memory a job may plan to use.
+MEMORY_FRACTION = 0.6
+#: Background columns of a window handed on to the next (solved with it, not written).
+#: Measured on cdnet_highway, window 200, overlap 20: at --scale 0.5, F = 0.803 with none,
+#: 0.836 with 50, 0.852 with 100 (whole video: 0.836); at full size and defaults, 0.884
+#: with 50, 0.894 with 100 (whole video: 0.906). Peak RSS streaming 1000 frames of
+#: 320x240 with 100: 1.23 GB.
+CARRY_FRAMES = 100
+
+
+def frame_bytes(width: int, height: int, *, color: bool, masked: bool = False) -> int:
+    """Working memory per frame of a window: float32 matrices, mask, uint8 frames.
+
+    Parameters
+    ----------
+    width, height : int
+        Frame size after ``--scale``.
+    color : bool
+        Whether the matrix stacks the three channels (``--color``).
+    masked : bool
+        Whether an observation mask (one bool per matrix entry) is held.
+
+    Returns
+    -------
+    int
+        Bytes per frame: ``m * 4 * LIVE_MATRICES`` (m = pixels x channels) plus the bool
+        mask, plus the uint8 BGR frame and its foreground and background copies.
+    """
+    m = width * height * (3 if color else 1)
+    return m * 4 * LIVE_MATRICES + (m if masked else 0) + 3 * width * height * 3
+
+
+def estimate_memory(width: int, height: int, frames: int, *, color: bool, masked: bool) -> int:
+    """Bytes a window of ``frames`` frames needs (see :func:`frame_bytes`)."""
+    return frame_bytes(width, height, color=color, masked=masked) * frames
+
+
+def available_memory() -> int:
+    """Memory available to a new job, in bytes (``psutil.virtual_memory().available``)."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def plan_window(
+    settings: SeparateSettings,
+    width: int,
+    height: int,
+    frame_count: int | None,
+    *,
+    name: str,
+    available: int | None = None,
+) -> tuple[int | None, int]:
+    """Choose the window size and check that it fits in memory, before any work.
+
+    Parameters
+    ----------
+    settings : SeparateSettings
+        ``window`` (int or "auto"), ``overlap``, ``gray``, ``rank``, mask options.
+    width, height : int
+        Frame size after scaling.
+    frame_count : int or None
+        Frames expected (None when unknown: stdin).
+    name : str
+        The input, for messages (braces doubled: see :func:`~bpvideo.errors.literal`).
+    available : int, optional
+        Available memory in bytes (default: :func:`available_memory`).
+
+    Returns
+    -------
+    window : int or None
+        Frames per window, or None for the whole video at once.
+    whole_max : int
+        With ``--window auto``: a stream that ends within this many frames is solved whole
+        (0 otherwise).
+
+    Raises
+    ------
+    InputError
+        When the job cannot fit; the message names ``--window`` and ``--scale``.
+    """
+    avail = available if available is not None else available_memory()
+    budget = int(avail * MEMORY_FRACTION)
+    masked = settings.mask is not None or settings.observe is not None
+    per_frame = frame_bytes(width, height, color=not settings.gray, masked=masked)
+    fits = max(0, budget // per_frame)
+    carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
+    minimum = max(2 * settings.rank + 2, settings.overlap + 2)
+    size = f"{width}x{height}{' colour' if not settings.gray else ''}"
+    if settings.window == 0:
+        if frame_count is not None and frame_count > fits:
+            need = estimate_memory(width, height, frame_count, color=not settings.gray,
+                                   masked=masked)  # fmt: skip
+            raise _too_big(
+                settings,
+                f"{name}: solving all {frame_count} frames of {size} at once needs about "
+                f"{_gib(need)} but {_gib(avail)} is available: use {{window={max(fits, 1)}}} "
+                "or less (or {window='auto'}), or a smaller {scale}",
+            )
+        return None, 0
+    if settings.window == "auto":
+        if fits < minimum:
+            raise _too_big(
+                settings,
+                f"{name}: even a window of {minimum} frames of {size} needs about "
+                f"{_gib(minimum * per_frame)} but {_gib(avail)} is available: lower {{scale}}",
+            )
+        window = max(minimum, min(AUTO_WINDOW, fits // 2 + fits // 4))
+        # Whether the clip is short is decided by reading ahead, not by the container's
+        # frame count (an estimate, absent on stdin).
+        return window, min(AUTO_WHOLE_MAX, fits)
+    window = int(settings.window)
+    if window < minimum:
+        raise _too_big(
+            settings,
+            f"{name}: {{window=}} must be at least {minimum} frames (2 x {{rank}} + 2 and "
+            "{overlap} + 2): raise {window}",
+        )
+    if window + carry(window) > fits:
+        raise _too_big(
+            settings,
+            f"{name}: a window of {window} frames of {size} needs about "
+            f"{_gib((window + carry(window)) * per_frame)} but {_gib(avail)} is available: use "
+            f"{{window={max(fits * 3 // 4, 1)}}} or less, or a smaller {{scale}}",
+        )
+    return window, 0
+
+
+def _too_big(settings: SeparateSettings, message: str) -> InputError:
+    """A window plan that cannot work; the message names ``window`` (and ``scale``)."""
+    return InputError(message, option=("window", settings.window))
+
+
+def orthonormal(M: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of the column space of ``M`` (m x k, k small), by a thin QR."""
+    Q, R = np.linalg.qr(M.astype(np.float64, copy=False))
+    keep = np.abs(np.diag(R)) > 1e-9 * max(float(np.abs(R).max()), 1e-30)
+    return np.ascontiguousarray(Q[:, keep], dtype=M.dtype)
+
+
+def with_carried(video: Video, carried: np.ndarray) -> Video:
+    """``video`` with the previous window's background columns put in front of its frames.
+
+    The carried columns are the background model handed on: they hold the low-rank fit of
+    the new window to the background seen so far (they are solved, not written).
+    """
+    k = carried.shape[1]
+    mask = None
+    if video.mask is not None:
+        mask = np.hstack([np.ones((carried.shape[0], k), dtype=bool), video.mask])
+    return Video(
+        data=np.hstack([carried, video.data]),
+        frames=video.frames,
+        frame_shape=video.frame_shape,
+        fps=video.fps,
+        source=video.source,
+        mask=mask,
+    )
+
+
+def warm_start(
+    A: np.ndarray, basis: np.ndarray, rank: int, sparsity: float, mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Starting point of a window from the previous window's background subspace.
+
+    The robust start with the per-pixel median replaced by the projection of the new
+    frames on the previous background subspace ``U``: ``B = U U^T A``,
+    ``S0 = T_alpha(A - B)``, ``L0 = H_r(A - S0)``.
+
+    Parameters
+    ----------
+    A : (m, n) ndarray
+        The window's data.
+    basis : (m, k) ndarray
+        Orthonormal basis of the previous window's ``L``.
+    rank, sparsity
+        As for the solver.
+    mask : (m, n) bool ndarray, optional
+        Observation mask (unobserved entries are filled from ``B``).
+
+    Returns
+    -------
+    L0, S0 : (m, n) ndarray
+    """
+    filled = A if mask is None else np.where(mask, A, 0).astype(A.dtype)
+    B = basis @ (basis.T @ filled)
+    if mask is not None:
+        filled = np.where(mask, A, B).astype(A.dtype)
+    S0 = project_sparse(filled - B, sparsity)
+    if mask is not None:
+        S0[~mask] = 0
+    del B
+    L0 = project_rank(filled - S0, rank)
+    return L0, S0
+
+
+def chunk_windows(
+    frames: Iterator[tuple[int, np.ndarray]],
+    window: int | None,
+    overlap: int,
+    whole_max: int,
+    min_frames: int = 2,
+) -> Iterator[tuple[list[tuple[int, np.ndarray]], int]]:
+    """Yield ``(chunk, new_from)``: the frames of each window and where its new ones start.
+
+    Each window holds ``window`` frames: the last ``overlap`` frames of the previous
+    window, then new ones. ``window`` None: one chunk of every frame. With ``whole_max``
+    > 0 (``--window auto``), a stream that ends within ``whole_max`` frames is one chunk
+    too. A last window with fewer than ``min_frames`` frames takes more of the previous
+    window's frames (re-solved, not re-written).
+    """
+    if window is None:
+        yield list(frames), 0
+        return
+    if whole_max > 0:
+        head: list[tuple[int, np.ndarray]] = []
+        for item in frames:
+            head.append(item)
+            if len(head) > whole_max:
+                break
+        else:
+            yield head, 0
+            return
+        frames = itertools.chain(head, frames)
+        del head
+    keep = max(overlap, min_frames)
+    tail: list[tuple[int, np.ndarray]] = []
+    chunk: list[tuple[int, np.ndarray]] = []
+    first = True
+    for item in frames:
+        chunk.append(item)
+        used = tail[len(tail) - overlap :] if overlap and not first else []
+        if len(used) + len(chunk) == window:
+            yield used + chunk, len(used)
+            tail = (tail + chunk)[-keep:]
+            chunk = []
+            first = False
+    if chunk:
+        if first:
+            yield chunk, 0
+        else:
+            extra = max(overlap, min_frames - len(chunk))
+            used = tail[len(tail) - extra :] if extra else []
+            yield used + chunk, len(used)
+
+
+def check_window(video: Video, settings: SeparateSettings, name: str, whole: bool) -> None:
+    """Refuse a window the solver cannot take (too few frames for the rank...).
+
+    Raises
+    ------
+    InputError
+        From :func:`~bpvideo.solvers.check_problem`, prefixed by ``name`` (and, for the
+        last window of several, how to avoid it).
+    """
+    try:
+        check_problem(
+            video.data.shape,
+            settings.rank,
+            settings.sparsity,
+            settings.gamma,
+            settings.a,
+            settings.b,
+            settings.max_iter,
+            settings.tol,
+        )
+    except InputError as exc:
+        if whole:
+            raise exc.within(name) from None
+        raise exc.within(
+            f"{name}: last window",
+            " (or lower {overlap} / use {window=0})",
+            option=("window", settings.window),
+        ) from None

@@ -1,0 +1,262 @@
+"""What every solver shares: the result type, the callback's iterate, checks of the data.
+
+Solvers are plain functions of the data matrix ``A`` (m x n, one column per frame) that
+return a :class:`SolverResult`; none of them reads or writes files.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from bpvideo.errors import ConvergenceWarning, InputError
+
+__all__ = [
+    "Callback",
+    "Iterate",
+    "SolverResult",
+    "as_float",
+    "check_mask",
+    "check_positive",
+    "check_problem",
+    "relative_change",
+    "relative_residual",
+    "warn_max_iter",
+]
+
+
+@dataclass
+class SolverResult:
+    """What a robust-PCA solver returns.
+
+    Attributes
+    ----------
+    L : (m, n) ndarray
+        Low-rank part (the background), same dtype as the data.
+    S : (m, n) ndarray
+        Sparse part (the foreground).
+    iterations : int
+        Iterations run.
+    converged : bool
+        True when a stopping tolerance was met before ``max_iter``.
+    residuals : list of float
+        Relative residual ``||P_Omega(A - L - S)||_F / ||P_Omega(A)||_F`` after each
+        iteration.
+    changes : list of float
+        Relative change ``||Y_{k+1} - Y_k||_F / ||Y_k||_F`` after each iteration.
+    method : str
+        Name of the method that produced the result.
+    seconds : float
+        Wall time of the solve.
+    factors : tuple of ndarray or None
+        ``(U, V)`` with ``L = U @ V.T`` (``U`` m x r, ``V`` n x r), when the solver keeps
+        ``L`` in factored form (best pair and NCF do); None otherwise. Linear maps of the
+        frames (resizing) can then act on the r columns of ``U`` instead of all of ``L``.
+    """
+
+    L: np.ndarray
+    S: np.ndarray
+    iterations: int
+    converged: bool
+    residuals: list[float] = field(default_factory=list)
+    changes: list[float] = field(default_factory=list)
+    method: str = "bestpair"
+    seconds: float = 0.0
+    factors: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def residual(self) -> float:
+        """Final relative residual (``nan`` when no iteration ran)."""
+        return self.residuals[-1] if self.residuals else float("nan")
+
+
+class Iterate:
+    """The state handed to a solver's ``callback`` after each iteration.
+
+    Attributes
+    ----------
+    iteration : int
+        1-based iteration number.
+    L : ndarray
+        Current low-rank iterate (formed on first access when the solver keeps it in
+        factored form; a view or a new array: copy it to keep it).
+    S : ndarray
+        Current sparse iterate (a view: copy it to keep it).
+    residual : float
+        Relative residual after this iteration.
+    change : float
+        Relative change of ``[S; L]`` in this iteration.
+    """
+
+    def __init__(
+        self,
+        iteration: int,
+        L: np.ndarray | tuple[np.ndarray, np.ndarray],
+        S: np.ndarray,
+        residual: float,
+        change: float,
+    ) -> None:
+        self.iteration = iteration
+        self._L = L
+        self.S = S
+        self.residual = residual
+        self.change = change
+
+    @property
+    def L(self) -> np.ndarray:
+        if isinstance(self._L, tuple):
+            U, V = self._L
+            self._L = U @ V.T
+        return self._L
+
+    def __repr__(self) -> str:
+        return (
+            f"Iterate(iteration={self.iteration}, residual={self.residual:.3g}, "
+            f"change={self.change:.3g})"
+        )
+
+
+#: A solver's ``callback``: called with the :class:`Iterate` after every iteration.
+Callback = Callable[[Iterate], None]
+
+
+def as_float(A: Any) -> np.ndarray:
+    """float32 and float64 stay as they are; anything else becomes float32."""
+    A = np.asarray(A)
+    if A.dtype in (np.float32, np.float64):
+        return A
+    return A.astype(np.float32)
+
+
+def _bad(name: str, value: Any, rule: str) -> InputError:
+    return InputError(f"{{{name}=}} {rule}", option=(name, value))
+
+
+def check_problem(
+    shape: tuple[int, ...],
+    rank: int,
+    sparsity: float,
+    gamma: float = 1.1,
+    a: float = 0.5,
+    b: float = 0.5,
+    max_iter: int = 1,
+    tol: float = 0.0,
+) -> None:
+    """Validate solver parameters against the data shape; raise :class:`InputError`.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(m, n)``: pixels x frames.
+    rank, sparsity, gamma, a, b, max_iter, tol
+        As in :func:`~bpvideo.solvers.best_pair`.
+
+    Examples
+    --------
+    >>> check_problem((100, 4), 5, 0.1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.InputError: rank=5 must be < number of frames (4) and pixels (100): ...
+    """
+    if len(shape) != 2:
+        raise InputError(f"the data must be a 2-D matrix (pixels x frames), got shape {shape}")
+    m, n = shape
+    if n < 2:
+        raise InputError(
+            f"the input has {n} frame(s); robust PCA needs at least 2: give a longer clip"
+        )
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
+        raise _bad("rank", rank, "must be a positive integer: try {rank=2}")
+    if rank >= min(m, n):
+        raise _bad(
+            "rank",
+            rank,
+            f"must be < number of frames ({n}) and pixels ({m}): lower {{rank}} or give more "
+            "frames",
+        )
+    if not (0.0 < float(sparsity) < 1.0):
+        raise _bad("sparsity", sparsity, "must be in (0, 1): try {sparsity=0.1}")
+    if not (0.0 < float(gamma) <= 2.0):
+        raise _bad("gamma", gamma, "must be in (0, 2]: the paper recommends 1.1")
+    for name, value in (("a", a), ("b", b)):
+        if not (0.0 <= float(value) < 1.0):
+            raise _bad(name, value, "(inertia) must be in [0, 1): the paper uses 0.5")
+    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+        raise _bad("max_iter", max_iter, "must be a positive integer: try {max_iter=100}")
+    if not (float(tol) >= 0.0) or not math.isfinite(float(tol)):
+        raise _bad("tol", tol, "must be a finite number >= 0: try {tol=0.001}")
+
+
+def check_mask(
+    mask: Any, shape: tuple[int, ...], *, all_true_is_none: bool = False
+) -> np.ndarray | None:
+    """Validate an observation mask (True on observed entries); None is fully observed.
+
+    Parameters
+    ----------
+    mask : array_like of bool or None
+        The mask.
+    shape : tuple of int
+        Shape of the data.
+    all_true_is_none : bool, default False
+        Return None for a mask that observes every entry.
+
+    Returns
+    -------
+    (m, n) bool ndarray or None
+
+    Raises
+    ------
+    InputError
+        The shapes differ, or no entry is observed.
+    """
+    if mask is None:
+        return None
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != shape:
+        raise InputError(f"mask shape {mask.shape} differs from data shape {shape}")
+    if not mask.any():
+        raise InputError("the observation mask has no observed entry: observe some pixels")
+    if all_true_is_none and mask.all():
+        return None
+    return mask
+
+
+def check_positive(name: str, value: float, hint: str) -> None:
+    """Refuse a parameter that is not a finite number > 0 (``hint``: where to start)."""
+    if isinstance(value, bool) or not (math.isfinite(float(value)) and float(value) > 0.0):
+        raise _bad(name, value, f"must be a finite number > 0: {hint}")
+
+
+def relative_change(S_new: np.ndarray, L_new: np.ndarray, S: np.ndarray, L: np.ndarray) -> float:
+    """``||[S_new; L_new] - [S; L]||_F / ||[S; L]||_F`` (inf when ``[S; L] = 0``)."""
+    norm_Y = math.sqrt(float(np.vdot(S, S)) + float(np.vdot(L, L)))
+    dS = S_new - S
+    dL = L_new - L
+    step = math.sqrt(float(np.vdot(dS, dS)) + float(np.vdot(dL, dL)))
+    return step / norm_Y if norm_Y > 0 else math.inf
+
+
+def relative_residual(
+    A_obs: np.ndarray, L: np.ndarray, S: np.ndarray, mask: np.ndarray | None, norm_A: float
+) -> float:
+    """``||P_Omega(A - L - S)||_F / ||P_Omega(A)||_F``."""
+    E = A_obs - L - S
+    if mask is not None:
+        E[~mask] = 0
+    return float(np.linalg.norm(E)) / norm_A
+
+
+def warn_max_iter(method: str, max_iter: int, what: str, value: float, tol: float) -> None:
+    """Warn :class:`~bpvideo.errors.ConvergenceWarning`: ``method`` stopped at ``max_iter``."""
+    warnings.warn(
+        f"{method} stopped at max_iter ({max_iter}) with {what} {value:.2e} > tol ({tol:g}): "
+        "raise max_iter or tol",
+        ConvergenceWarning,
+        stacklevel=3,
+    )

@@ -1,0 +1,216 @@
+"""Interrupted runs (issue 7): SIGINT, SIGTERM and SIGKILL at any moment of a real run.
+
+Each test runs ``python -m bpvideo separate`` as a child process and signals it. The
+contract: SIGINT exits 130 and SIGTERM 143, with one line on stderr, no partial outputs
+and no staging folder or ffmpeg child left; SIGKILL (which no program can catch) may leave
+a hidden ``.bpvideo-partial-*`` folder, but never an OUTDIR with ``summary.json`` whose
+files are incomplete; the next run removes such stale folders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from bpvideo.io.outputs import STAGING_PREFIX
+from bpvideo.io.video import read_video
+from bpvideo.io.writers import write_video
+from tests.conftest import REPO, tiny_frames
+
+EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
+    env.pop("BPVIDEO_DEBUG", None)
+    return env
+
+
+def _start(*args: str | os.PathLike) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bpvideo", "separate", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+
+
+def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 30) -> list[str]:
+    """Read stderr lines until one contains ``pattern``; return the lines read."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        if pattern in line:
+            return lines
+    proc.kill()
+    pytest.fail(f"never saw {pattern!r} on stderr: {''.join(lines)}")
+
+
+def _leftover_children(token: str) -> list[str]:
+    """Command lines of running processes (ffmpeg children) that mention ``token``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if token in cmd and proc.pid != os.getpid():
+            found.append(cmd)
+    return found
+
+
+def _no_leftover_children(token: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _leftover_children(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _leftover_children(token) == []
+
+
+def _staging_dirs(out: Path) -> list[Path]:
+    return sorted(out.glob(f"{STAGING_PREFIX}*")) if out.is_dir() else []
+
+
+def _assert_nothing_left(out: Path, stderr: str = "") -> None:
+    """No result, no staging folder, no OUTDIR (this run created it)."""
+    assert not out.exists(), (stderr, sorted(p.name for p in out.rglob("*")))
+
+
+def _assert_complete_if_marked(out: Path) -> bool:
+    """If OUTDIR has summary.json, every output it lists is there and complete."""
+    summary_path = out / "summary.json"
+    if not summary_path.exists():
+        return False
+    summary = json.loads(summary_path.read_text())  # a partial JSON file would fail here
+    n = summary["frames"]
+    for key, name in summary["outputs"].items():
+        if key == "masks":
+            masks = sorted(p.name for p in (out / "masks").iterdir())
+            assert masks == [f"bin{i:06d}.png" for i in range(1, n + 1)]
+        else:
+            assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert read_video(out / summary["outputs"]["background_video"]).n_frames == n
+    return True
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clip that the solver works on until it is stopped (with --tol 0)."""
+    path = tmp_path_factory.mktemp("sig") / "long.mkv"
+    frames, _ = tiny_frames(n=60, h=72, w=96)
+    write_video(path, frames, 10.0, lossless=True)
+    return path
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_mid_solve(long_clip: Path, tmp_path: Path, signum: int) -> None:
+    out = tmp_path / "out"
+    proc = _start(long_clip, "-o", out, "-v", "--max-iter", "1000000", "--tol", "0")
+    # The iteration table shows the solver is running: signal it in the middle.
+    _wait_for_line(proc, "iter")
+    _wait_for_line(proc, "e-")  # a first row of numbers
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT[signum], stderr
+    assert stdout == ""
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("bpvideo: interrupted" if signum == signal.SIGINT else "bpvideo: term")
+    assert "no output was kept" in last and "run the command again" in last
+    assert "Traceback" not in stderr
+    _assert_nothing_left(out)
+    _no_leftover_children(str(long_clip))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_at_random_moments(tiny_clip: Path, tmp_path: Path, signum: int) -> None:
+    """From the end of reading to the end of the run (solving, writing, renaming): either
+    the run finished (a complete result) or it exits 130/143 with nothing left."""
+    rng = random.Random(7 + signum)
+    calib = tmp_path / "calib"
+    proc = _start(tiny_clip, "-o", calib, "--rank", "1")
+    _wait_for_line(proc, "bpvideo: read ")
+    t_read = time.monotonic()
+    proc.communicate(timeout=60)
+    rest = time.monotonic() - t_read
+    assert proc.returncode == 0 and _assert_complete_if_marked(calib)
+    n = 8
+    outcomes = []
+    for i in range(n):
+        out = tmp_path / f"out{i}"
+        proc = _start(tiny_clip, "-o", out, "--rank", "1")
+        _wait_for_line(proc, "bpvideo: read ")
+        time.sleep((i + rng.random()) / n * rest * 1.1)
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+        outcomes.append(proc.returncode)
+        assert "Traceback" not in stderr
+        if "was complete (summary.json written)" in stderr:
+            # Arrived while the finished outputs were renamed into place (held back until
+            # the renames were done), or after: the result is complete and says so.
+            assert proc.returncode == EXIT[signum]
+            assert _assert_complete_if_marked(out)
+            assert _staging_dirs(out) == []
+        elif proc.returncode == 0 or "bpvideo: wrote" in stderr:
+            # Finished: the signal came too late, or while the process exited (it then
+            # dies quietly of the signal; the work was done).
+            assert proc.returncode in (0, -signum), stderr
+            assert _assert_complete_if_marked(out)
+            assert _staging_dirs(out) == []
+        else:
+            assert proc.returncode == EXIT[signum], stderr
+            assert "no output was kept" in stderr.strip().splitlines()[-1]
+            _assert_nothing_left(out, stderr)
+        _no_leftover_children(str(out))
+    assert EXIT[signum] in outcomes  # at least some runs were really interrupted
+
+
+def test_sigkill_never_leaves_an_incomplete_result(tiny_clip: Path, tmp_path: Path) -> None:
+    """SIGKILL at random moments spanning the whole run (>= 20 times, the same OUTDIR with
+    --overwrite, so kills also land while an earlier result is being replaced): OUTDIR
+    never has summary.json with incomplete files. Staging folders of killed runs are
+    hidden, and the next complete run removes them."""
+    out = tmp_path / "out"
+    args = (tiny_clip, "-o", out, "--rank", "1", "--overwrite", "-q")
+    t = time.monotonic()
+    calib = _start(*args)
+    calib.communicate(timeout=60)
+    total = time.monotonic() - t
+    assert calib.returncode == 0 and _assert_complete_if_marked(out)
+    rng = np.random.default_rng(3)
+    n = 24
+    # Stratified over the run and past its end (start-up time varies from run to run).
+    delays = (np.arange(n) + rng.random(n)) / n * total * 1.4
+    rng.shuffle(delays)
+    complete = killed = 0
+    for delay in delays:
+        proc = _start(*args)
+        time.sleep(float(delay))
+        proc.kill()
+        proc.communicate(timeout=60)
+        killed += proc.returncode == -signal.SIGKILL
+        complete += _assert_complete_if_marked(out)
+        for stale in _staging_dirs(out):
+            assert stale.name.startswith(".")  # hidden, never mistaken for a result
+    assert killed >= n // 2, killed
+    # The next run cleans up what the killed ones left.
+    time.sleep(0.05)
+    final = _start(*args)
+    final.communicate(timeout=60)
+    assert final.returncode == 0
+    assert _assert_complete_if_marked(out)
+    assert _staging_dirs(out) == []
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []

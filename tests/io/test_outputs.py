@@ -1,0 +1,42 @@
+"""The output directory: results appear complete or not at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bpvideo.errors import InputError, WorkError
+from bpvideo.io.outputs import OutputDir
+from tests.conftest import output_files
+
+
+def test_output_dir_commit_and_failure(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b"
+    with OutputDir(target) as out:
+        out.stage("summary.json").write_text("{}")
+        out.stage("x.txt").write_text("x")
+        out.commit()
+    assert output_files(target) == ["summary.json", "x.txt"]
+    with pytest.raises(InputError, match="already holds results"):
+        OutputDir(target).check()
+
+    fresh = tmp_path / "c" / "d"
+    with pytest.raises(WorkError), OutputDir(fresh) as out:
+        out.stage("x.txt").write_text("x")
+        raise WorkError("boom")
+    assert not (tmp_path / "c").exists()  # everything this run created is gone
+
+    with pytest.raises(WorkError), OutputDir(target, overwrite=True) as out:
+        out.stage("x.txt").write_text("new")
+        raise WorkError("boom")
+    assert output_files(target) == ["summary.json", "x.txt"]  # old result untouched
+    assert (target / "x.txt").read_text() == "x"
+
+
+def test_output_dir_is_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(InputError, match="is a file"):
+        OutputDir(tmp_path / "f").check()
+    with pytest.raises(InputError, match="is a file"):
+        OutputDir(tmp_path / "f" / "sub").check()

@@ -1,0 +1,88 @@
+"""Writers: videos (one encoder per stream, fed by a thread), mask PNGs, raw masks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from bpvideo.errors import WorkError
+from bpvideo.io.sources import probe
+from bpvideo.io.video import read_video
+from bpvideo.io.writers import MaskWriter, VideoStream, write_masks, write_streams, write_video
+from bpvideo.synthetic import make_scene
+from tests.conftest import tiny_frames
+
+
+def test_interleaved_early_started_streams_write_the_same_videos(tmp_path: Path) -> None:
+    scene = make_scene(32, 24, 12, seed=1)
+    grey = scene.frames[..., 1].copy()
+    write_video(tmp_path / "a.mkv", grey, 25.0, lossless=True)
+    write_video(tmp_path / "b.mkv", scene.frames, 25.0, lossless=True)
+    a = VideoStream(tmp_path / "a2.mkv", 25.0, lossless=True)
+    b = VideoStream(tmp_path / "b2.mkv", 25.0, lossless=True)
+    a.open((24, 32))
+    b.open((24, 32, 3))
+    write_streams([(a, grey[:5]), (b, scene.frames[:5])])
+    write_streams([(a, grey[5:]), (b, scene.frames[5:])])
+    a.close()
+    b.close()
+    for one, two in (("a", "a2"), ("b", "b2")):
+        first = read_video(tmp_path / f"{one}.mkv", gray=False)
+        second = read_video(tmp_path / f"{two}.mkv", gray=False)
+        np.testing.assert_array_equal(first.frames, second.frames)
+    assert len(read_video(tmp_path / "b2.mkv").frame_numbers) == 12
+    c = VideoStream(tmp_path / "c.mkv", 25.0, lossless=True)
+    c.open((24, 32))
+    with pytest.raises(WorkError, match=r"c\.mkv"):
+        c.write(scene.frames[:1])  # colour frames into a grey stream
+    assert c._proc is None  # aborted: no ffmpeg left running
+
+
+def test_h264_round_trip_is_close(tmp_path: Path) -> None:
+    frames, _ = tiny_frames(n=12, h=35, w=47)  # odd sizes are padded to even
+    path = tmp_path / "clip.mp4"
+    write_video(path, frames, 12.0)
+    info = probe(path)
+    assert (info.width, info.height) == (48, 36) and info.fps == pytest.approx(12.0)
+    video = read_video(path, gray=False)
+    assert video.n_frames == 12
+    err = np.abs(video.frames[:, :35, :47].astype(int) - frames.astype(int)).mean()
+    assert err < 4.0
+
+
+def test_masks_numbered_from_one(tmp_path: Path) -> None:
+    masks = np.zeros((3, 5, 7), bool)
+    masks[1, 2, 3] = True
+    assert write_masks(tmp_path / "m", masks) == 3
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "bin000001.png",
+        "bin000002.png",
+        "bin000003.png",
+    ]
+    back = cv2.imread(str(tmp_path / "m" / "bin000002.png"), cv2.IMREAD_UNCHANGED)
+    assert back.dtype == np.uint8 and set(np.unique(back)) == {0, 255} and back[2, 3] == 255
+
+
+def test_mask_writer_round_trip_and_numbering(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    masks = rng.random((7, 24, 32)) < 0.4
+    writer = MaskWriter(tmp_path / "masks")
+    writer.write(masks[:3])
+    writer.write(masks[3:])
+    writer.close()
+    names = sorted(p.name for p in (tmp_path / "masks").iterdir())
+    assert names == [f"bin{i:06d}.png" for i in range(1, 8)]
+    for i, mask in enumerate(masks, start=1):
+        image = cv2.imread(str(tmp_path / "masks" / f"bin{i:06d}.png"), cv2.IMREAD_UNCHANGED)
+        np.testing.assert_array_equal(image, np.where(mask, 255, 0).astype(np.uint8))
+
+
+def test_mask_writer_reports_a_failed_write(tmp_path: Path) -> None:
+    writer = MaskWriter(tmp_path / "masks")
+    (tmp_path / "masks").rmdir()  # the folder is gone: the writes fail
+    writer.write(np.ones((2, 8, 8), dtype=bool))
+    with pytest.raises(OSError):
+        writer.close()

@@ -1,0 +1,199 @@
+"""The solver backends: numba and numpy kernels agree, and agree with Algorithm 1; one is
+chosen per solve by size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bpvideo.errors import InputError
+from bpvideo.solvers import best_pair, project_sparse, sparse_counts
+from bpvideo.solvers.backends import (
+    HAVE_NUMBA,
+    NUMBA_MIN_SIZE,
+    Backend,
+    available_backends,
+    get_backend,
+)
+from bpvideo.solvers.backends import numpy as numpy_backend
+from bpvideo.synthetic import make_rpca_problem
+
+BOTH = ["numpy", "numba"]
+
+
+@pytest.fixture(params=BOTH)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each backend (numba skips when it is not installed)."""
+    if request.param == "numba" and not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    return get_backend(request.param)
+
+
+def backends() -> dict[str, Backend]:
+    return {name: get_backend(name) for name in available_backends()}
+
+
+def reference_step(S, Sp, L, Lp, A, mask, a, b, h):
+    """One gradient step of Algorithm 1, written out with temporaries."""
+    Sa, La = S + a * (S - Sp), L + a * (L - Lp)
+    Sb, Lb = S + b * (S - Sp), L + b * (L - Lp)
+    R = Sb + Lb - A
+    if mask is not None:
+        R = R * mask
+    return Sa - h * R, La - h * R
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize(("a", "b"), [(0.5, 0.5), (0.3, 0.7), (0.0, 0.0)])
+@pytest.mark.parametrize("dense", [False, True])
+def test_fused_step_matches_reference(
+    backend: Backend, masked: bool, a: float, b: float, dense: bool
+) -> None:
+    rng = np.random.default_rng(0)
+    m, n, r = 40, 30, 2
+    W, Sp, A = (rng.standard_normal((m, n)) for _ in range(3))
+    U, V, Up, Vp = (rng.standard_normal((d, r)) for d in (m, n, m, n))
+    L, Lp = U @ V.T, Up @ Vp.T
+    mask = rng.random((m, n)) < 0.7 if masked else None
+    k_row, k_col = sparse_counts(W.shape, 0.2)
+    thr = backend.thresholds(W, k_row, k_col)
+    S = project_sparse(W, 0.2, backend=backend)  # T_alpha(W)
+    want_s, want_l = reference_step(S, Sp, L, Lp, A, mask, a, b, 0.55)
+    block = np.linalg.qr(rng.standard_normal((n, 5)))[0]
+    W2, Sp2, Wl = W.copy(), Sp.copy(), np.empty_like(W)
+    factors = (L, Lp) if dense else ((U, V), (Up, Vp))
+    sq, Y, rows = backend.fused_step(
+        W2, Sp2, Wl, A, mask, thr, *factors, a, b, 0.55, k_row, block=block
+    )
+    assert np.array_equal(W2, S)  # S_k written over W
+    np.testing.assert_allclose(Sp2, want_s, atol=1e-12)
+    np.testing.assert_allclose(Wl, want_l, atol=1e-12)
+    np.testing.assert_allclose(Y, want_l @ block, atol=1e-10)
+    E = (A - L - S) if mask is None else (A - L - S) * mask
+    want = {"dS": S - Sp, "dL": L - Lp, "S": Sp, "L": Lp, "E": E}
+    for key, X in want.items():
+        assert sq[key] == pytest.approx(float(np.sum(X * X)), rel=1e-10)
+    if rows is not None:  # numba: row thresholds are the k-th largest magnitudes
+        want_t = -np.sort(-np.abs(Sp2), axis=1)[:, k_row - 1]
+        assert np.array_equal(rows[0], want_t)
+
+
+@pytest.mark.parametrize("guess", [None, "good", "bad"])
+def test_thresholds_exact_whatever_the_guess(backend: Backend, guess: str | None) -> None:
+    rng = np.random.default_rng(3)
+    M = rng.standard_normal((1200, 50)).astype(np.float32)
+    k_row, k_col = 5, 120
+    want = -np.sort(-np.abs(M), axis=0)[k_col - 1]
+    col_guess = {None: None, "good": want * 1.01, "bad": want * 5}[guess]
+    thr = backend.thresholds(M, k_row, k_col, col_guess=col_guess)
+    assert np.array_equal(thr[2], want)
+    assert np.array_equal(thr[0], -np.sort(-np.abs(M), axis=1)[:, k_row - 1])
+
+
+def test_row_median_matches_numpy(backend: Backend) -> None:
+    rng = np.random.default_rng(4)
+    A = rng.integers(0, 9, size=(70, 31)).astype(np.float32)  # ties
+    np.testing.assert_array_equal(backend.row_median(A), np.median(A, axis=1))
+    B = A[:, :30]  # even count: mean of the two middle values
+    B = np.ascontiguousarray(B)
+    np.testing.assert_array_equal(backend.row_median(B), np.median(B, axis=1))
+    mask = rng.random(A.shape) < 0.6
+    mask[0] = False  # no observed entry: 0
+    want = np.array([np.median(a[k]) if k.any() else 0.0 for a, k in zip(A, mask, strict=True)])
+    np.testing.assert_array_equal(backend.row_median(A, mask), want)
+
+
+def test_products(backend: Backend) -> None:
+    rng = np.random.default_rng(5)
+    M = rng.standard_normal((500, 40))
+    V = rng.standard_normal((40, 6))
+    Q = rng.standard_normal((500, 6))
+    np.testing.assert_allclose(backend.matmul(M, V), M @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(backend.t_matmul(M, Q), M.T @ Q, rtol=1e-12, atol=1e-10)
+
+
+def test_projection_same_on_both_paths_with_ties() -> None:
+    rng = np.random.default_rng(1)
+    M = rng.integers(-3, 4, size=(60, 45)).astype(np.float64)  # many ties
+    out = {name: project_sparse(M, 0.2, backend=b) for name, b in backends().items()}
+    k_row, k_col = sparse_counts(M.shape, 0.2)
+    for P in out.values():
+        nz = P != 0
+        assert (nz.sum(axis=1) <= k_row).all() and (nz.sum(axis=0) <= k_col).all()
+    if len(out) == 2:
+        assert np.array_equal(out["numpy"], out["numba"])
+
+
+def test_solver_same_on_both_paths(backend: Backend) -> None:
+    p = make_rpca_problem(120, 90, rank=3, sparsity=0.05, observed=0.9, seed=2)
+    result = best_pair(
+        p.A, 3, 0.05, mask=p.mask, tol=1e-12, max_iter=1000, sweeps=0, backend=backend
+    )
+    assert result.converged
+    assert np.linalg.norm(result.L - p.L) / np.linalg.norm(p.L) < 1e-6
+
+
+def test_paths_give_same_iterates_on_video_like_data() -> None:
+    if not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    from bpvideo.synthetic import make_scene
+
+    scene = make_scene(48, 36, 40, seed=3)
+    A = scene.frames[..., 1].reshape(40, -1).T.astype(np.float32).copy()
+    np_res, nb_res = (
+        best_pair(A, 2, 0.1, tol=1e-3, max_iter=100, sweeps=0, backend=name) for name in BOTH
+    )
+    assert np_res.iterations == nb_res.iterations
+    rel = np.linalg.norm(np_res.L - nb_res.L) / np.linalg.norm(np_res.L)
+    assert rel < 1e-4
+
+
+def test_split_numpy_kernels_equal_the_whole_matrix_ones(monkeypatch) -> None:
+    rng = np.random.default_rng(8)
+    A = (rng.random((600, 80)) * 50).astype(np.float32)
+    A[rng.random(A.shape) < 0.05] += 120
+    kw = {"tol": 1e-6, "sweeps": 0, "backend": "numpy"}
+    monkeypatch.setattr(numpy_backend, "NP_SPLIT_SIZE", 1 << 40)  # one block
+    whole = best_pair(A, 2, 0.1, **kw)
+    whole_p = project_sparse(np.rint(A), 0.1, backend="numpy")  # integer ties
+    monkeypatch.setattr(numpy_backend, "NP_SPLIT_SIZE", 0)  # row and column blocks
+    split = best_pair(A, 2, 0.1, **kw)
+    split_p = project_sparse(np.rint(A), 0.1, backend="numpy")
+    np.testing.assert_array_equal(split_p, whole_p)
+    assert split.iterations == whole.iterations
+    np.testing.assert_allclose(split.L, whole.L, rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(split.S != 0, whole.S != 0)
+
+
+def test_numba_is_used_by_size_in_auto_mode(monkeypatch) -> None:
+    if not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    assert get_backend("auto", NUMBA_MIN_SIZE - 1).name == "numpy"
+    assert get_backend("auto", NUMBA_MIN_SIZE).name == "numba"
+    assert get_backend(None, NUMBA_MIN_SIZE).name == "numba"
+    assert get_backend("numba", 1).name == "numba"
+    assert get_backend("numpy", 1 << 40).name == "numpy"
+    backend = get_backend("numpy")
+    assert get_backend(backend) is backend  # a Backend is used as it is
+    with pytest.raises(InputError, match="backend='sometimes' must be one of"):
+        get_backend("sometimes")
+    with pytest.raises(ValueError):  # InputError is a ValueError
+        get_backend("sometimes")
+
+
+def test_numba_off_by_environment_means_numpy(monkeypatch) -> None:
+    from bpvideo.solvers import backends as module
+
+    monkeypatch.setattr(module, "HAVE_NUMBA", False)  # BPVIDEO_NUMBA=0, or not installed
+    assert get_backend("auto", NUMBA_MIN_SIZE * 4).name == "numpy"
+    assert module.available_backends() == ["numpy"]
+    with pytest.raises(InputError, match="needs numba"):
+        get_backend("numba")
+
+
+def test_backends_are_chosen_once_per_solve(backend: Backend) -> None:
+    """A solve runs on the backend it is given: forcing each gives the same result."""
+    p = make_rpca_problem(60, 40, rank=2, sparsity=0.05, seed=4)
+    result = best_pair(p.A, 2, 0.05, backend=backend, tol=1e-8, sweeps=0, max_iter=300)
+    assert np.linalg.norm(result.L - p.L) / np.linalg.norm(p.L) < 1e-5
+    assert backend.xp is np and isinstance(backend.name, str)

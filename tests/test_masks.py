@@ -1,0 +1,35 @@
+"""Layouts and writers of the faster paths give the same results as the plain ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bpvideo.masks import clean_mask, foreground_masks, noise_level
+
+
+@pytest.mark.parametrize("frame_shape", [(24, 32), (12, 16, 3)])
+def test_masks_of_columns_and_of_frames_agree(frame_shape) -> None:
+    rng = np.random.default_rng(0)
+    n, m = 30, int(np.prod(frame_shape))
+    L = np.repeat(rng.random((m, 1)).astype(np.float32) * 200, n, axis=1)
+    A = L + rng.normal(0, 2, (m, n)).astype(np.float32)
+    A[: m // 3, ::3] += 80  # blobs of foreground
+    by_columns = foreground_masks(A, L, None, frame_shape, min_area=4)
+    frames = lambda M: np.ascontiguousarray(M.T).reshape((n, *frame_shape))  # noqa: E731
+    by_frames = foreground_masks(frames(A), frames(L), None, frame_shape, min_area=4)
+    assert by_columns.threshold == by_frames.threshold
+    np.testing.assert_array_equal(by_columns.masks, by_frames.masks)
+    assert by_columns.masks[::3].any() and not by_columns.masks[1::3].any()
+    assert 1.5 < noise_level(A, L) < 2.5  # the noise drawn: sigma 2
+
+
+def test_clean_mask_in_place_equals_a_new_mask() -> None:
+    rng = np.random.default_rng(1)
+    mask = rng.random((40, 50)) > 0.7
+    mask[5:20, 5:25] = True
+    want = clean_mask(mask.copy(), open_radius=1, close_radius=2, min_area=20)
+    got = mask.copy()
+    assert clean_mask(got, open_radius=1, close_radius=2, min_area=20, out=got) is got
+    np.testing.assert_array_equal(got, want)
+    assert want[10, 10] and want.sum() < mask.sum()
