@@ -88,7 +88,7 @@ def _open_frames(frames: Any, settings: SeparateSettings) -> FrameSource:
 
 
 def iter_separate(
-    frames: Any, *, callback: Callback | None = None, **options: Any
+    frames: Any, /, *, callback: Callback | None = None, **options: Any
 ) -> Iterator[Window]:
     """Separate frames window by window, with memory bounded by the window.
 
@@ -123,7 +123,7 @@ def iter_separate(
         yield from iter_windows(source, settings, callback=callback)
 
 
-def separate(frames: Any, *, callback: Callback | None = None, **options: Any) -> Separation:
+def separate(frames: Any, /, *, callback: Callback | None = None, **options: Any) -> Separation:
     """Separate the background and foreground of frames in memory.
 
     Parameters
@@ -135,7 +135,8 @@ def separate(frames: Any, *, callback: Callback | None = None, **options: Any) -
         Called with each solver :class:`~bpvideo.solvers.Iterate`.
     **options
         Options of ``bpvideo separate``, same names and defaults
-        (:class:`~bpvideo.settings.SeparateSettings`).
+        (:class:`~bpvideo.settings.SeparateSettings`); ``frames=N`` is the option (how
+        many frames to take), the frames themselves are the first argument.
 
     Returns
     -------
@@ -172,6 +173,7 @@ def separate(frames: Any, *, callback: Callback | None = None, **options: Any) -
 def separate_file(
     input: str | os.PathLike,
     output: str | os.PathLike | None = None,
+    /,
     *,
     callback: Callback | None = None,
     stdin: BinaryIO | None = None,
@@ -397,7 +399,7 @@ class BackgroundModel:
         self.settings = _settings(options, arrays=True)
         self._learned: LearnedBackground | None = None
 
-    def fit(self, frames: Any, *, callback: Callback | None = None) -> BackgroundModel:
+    def fit(self, frames: Any, /, *, callback: Callback | None = None) -> BackgroundModel:
         """Learn the background on ``frames`` (an array, an iterable, or a file's path).
 
         Returns
@@ -432,7 +434,7 @@ class BackgroundModel:
     def background_image(self) -> np.ndarray:
         return self.learned.image
 
-    def apply(self, frames: Any) -> np.ndarray:
+    def apply(self, frames: Any, /) -> np.ndarray:
         """Foreground masks of new frames.
 
         Parameters

@@ -14,6 +14,7 @@ cost per frame is a few passes over its pixels.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,8 +33,12 @@ __all__ = ["APPLY_FRAMES", "LearnedBackground", "iter_learned_windows", "learn"]
 
 #: Frames projected together by :func:`iter_learned_windows`.
 APPLY_FRAMES = 64
-#: Refits of :func:`robust_coefficients` without the pixels above the threshold.
-ROBUST_ITERATIONS = 3
+#: The refits of :func:`robust_coefficients`: each leaves out the pixels whose residual is
+#: above this many times the mask threshold (loose first, so that a poor first fit does
+#: not lock out the pixels that would correct it). Measured against a batch solve of the
+#: same frames (fit on the first frames, applied to the rest): pixel agreement 97.7 % on
+#: highway (F-measure 0.89 between the two mask sets), 97.4 % on sample.mp4 (0.80).
+ROBUST_SCHEDULE = (4.0, 2.0, 1.0, 1.0)
 #: Columns of the last window's background whose median is the background image.
 IMAGE_FRAMES = 64
 
@@ -53,6 +58,12 @@ class LearnedBackground:
         ``(width, height)`` of the frames before ``scale``.
     threshold : float or None
         Threshold on ``|A - L|`` of the masks (the median of the windows' thresholds).
+    mean : (q,) float64 ndarray
+        Mean coefficients of the learned frames' backgrounds in ``basis``: where the fit of
+        a new frame starts, and what it falls back to in directions its pixels leave
+        undetermined.
+    precision : (q, q) float64 ndarray
+        ``noise**2`` times the inverse covariance of those coefficients (a weak prior).
     image : (H, W) or (H, W, 3) uint8 ndarray
         The background as one image: the per-pixel median of the last window's.
     reports : list of WindowReport
@@ -65,6 +76,8 @@ class LearnedBackground:
     frame_shape: tuple[int, ...]
     native_size: tuple[int, int]
     threshold: float | None
+    mean: np.ndarray
+    precision: np.ndarray
     image: np.ndarray
     reports: list[WindowReport]
     plan: Plan
@@ -93,66 +106,75 @@ def learn(
     assert last is not None  # iter_windows raises when no frame is selected
     thresholds = [r.threshold for r in reports if r.threshold is not None]
     threshold = float(np.median(thresholds)) if thresholds else None
+    noises = [r.noise for r in reports if r.noise is not None]
     background = last.background
+    basis = background.basis(settings.rank)
     cols = np.unique(np.linspace(0, len(last) - 1, min(len(last), IMAGE_FRAMES)).round())
-    frames = columns_to_frames(background.take(cols.astype(int)), last.frame_shape)
+    columns = background.take(cols.astype(int))
+    frames = columns_to_frames(columns, last.frame_shape)
     image = np.clip(np.rint(np.median(frames, axis=0)), 0, 255).astype(np.uint8)
+    coefficients = (basis.T @ columns).astype(np.float64)  # q x (sampled frames)
+    mean, precision = _prior(coefficients, float(np.median(noises)) if noises else 1.0)
     return LearnedBackground(
-        basis=background.basis(settings.rank),
+        basis=basis,
         frame_shape=last.frame_shape,
         native_size=source.native_size,
         threshold=threshold,
+        mean=mean,
+        precision=precision,
         image=image,
         reports=reports,
         plan=last.plan,
     )
 
 
-def robust_coefficients(
-    basis: np.ndarray, A: np.ndarray, threshold: float, iterations: int = ROBUST_ITERATIONS
-) -> np.ndarray:
-    """Coefficients of the columns of ``A`` in the subspace of ``basis``, robustly.
+def _prior(coefficients: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and ``noise**2 * covariance**-1`` of background coefficients (q x k)."""
+    mean = coefficients.mean(axis=1)
+    q = len(mean)
+    spread = coefficients - mean[:, None]
+    cov = spread @ spread.T / max(coefficients.shape[1] - 1, 1)
+    cov += np.eye(q) * max(float(np.trace(cov)) / q, noise**2) * 1e-3  # never singular
+    return mean, noise**2 * np.linalg.inv(cov)
 
-    Least squares over all pixels first (``C = Q^T A``), then, ``iterations`` times, again
-    over the pixels whose residual ``|A - Q C|`` is at most ``threshold`` (the foreground,
-    which the subspace does not explain, is left out).
+
+def robust_coefficients(learned: LearnedBackground, A: np.ndarray) -> np.ndarray:
+    """Coefficients of the columns of ``A`` in the learned subspace, robustly.
+
+    Least squares over every pixel first (``C = Q^T A``), then refits over the pixels whose
+    residual ``|A - Q C|`` is at most a multiple of the mask threshold, the multiple going
+    down to 1 (:data:`ROBUST_SCHEDULE`): the foreground, which the subspace does not
+    explain, is left out. The learned coefficients' spread is a weak prior, so that
+    directions the remaining pixels do not determine stay near the learned mean.
 
     Parameters
     ----------
-    basis : (m, q) ndarray
-        Orthonormal columns ``Q``.
+    learned : LearnedBackground
+        ``basis`` Q (m x q, orthonormal), ``threshold``, ``mean``, ``precision``.
     A : (m, k) ndarray
         Frames, one per column.
-    threshold : float
-        Residual above which a pixel is left out (the mask threshold).
-    iterations : int
-        Refits.
 
     Returns
     -------
     (q, k) float32 ndarray
         ``C``: the background of column ``j`` is ``Q @ C[:, j]``.
     """
-    Q = np.asarray(basis, dtype=np.float32)
+    Q = np.asarray(learned.basis, dtype=np.float32)
     A = np.asarray(A, dtype=np.float32)
+    m, q = Q.shape
+    threshold = float(learned.threshold or 0.0)
     full = (Q.T @ A).astype(np.float64)  # Q^T a over every pixel
-    C = full.copy()
-    eye = np.eye(Q.shape[1])
-    previous: list[np.ndarray] = []
-    for _ in range(iterations):
-        residual = np.abs(A - Q @ C.astype(np.float32))
-        outliers = [np.flatnonzero(column > threshold) for column in residual.T]
-        if previous and all(np.array_equal(a, b) for a, b in zip(outliers, previous, strict=True)):
-            break
-        for j, rows in enumerate(outliers):
-            if rows.size == 0 or rows.size > Q.shape[0] // 2:
-                C[:, j] = full[:, j]  # nothing to leave out, or too much: plain fit
-                continue
-            Qo = Q[rows].astype(np.float64)
-            gram = eye - Qo.T @ Qo  # Q^T Q over the inliers (Q orthonormal)
-            rhs = full[:, j] - Qo.T @ A[rows, j]
-            C[:, j] = np.linalg.lstsq(gram, rhs, rcond=None)[0]
-        previous = outliers
+    # Q^T diag(o) Q of every frame at once: its q*q entries are the products of columns
+    # of Q summed over the pixels left out, one matrix product over all frames
+    pairs = (Q[:, :, None] * Q[:, None, :]).reshape(m, q * q)
+    system = np.eye(q) + learned.precision
+    prior = (learned.precision @ learned.mean)[:, None]
+    C = full
+    for factor in ROBUST_SCHEDULE:
+        left_out = (np.abs(A - Q @ C.astype(np.float32)) > factor * threshold).astype(np.float32)
+        gram = system - (left_out.T @ pairs).reshape(-1, q, q).astype(np.float64)
+        rhs = full - (Q.T @ (left_out * A)).astype(np.float64) + prior
+        C = np.linalg.solve(gram, rhs.T[:, :, None])[:, :, 0].T
     return C.astype(np.float32)
 
 
@@ -180,12 +202,17 @@ def iter_learned_windows(
     threshold = learned.threshold
     if threshold is None:  # the support rule is refused with a learned background
         raise InputError("a learned background needs the residual rule: use mask_rule='residual'")
+    clock = clock or Stopwatch()
     frames = iter(source.frames)
     index = 0
+    t = time.perf_counter()
     while chunk := list(itertools.islice(frames, APPLY_FRAMES)):
         video = video_from_frames(chunk, gray=settings.gray, fps=source.fps, source=source.name)
         del chunk
-        C = robust_coefficients(learned.basis, video.data, threshold)
+        t2 = time.perf_counter()
+        clock.add("read", t2 - t)
+        C = robust_coefficients(learned, video.data)
+        clock.add("solve", time.perf_counter() - t2)
         L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
         window = Window(video, 0, L, None, settings=settings, threshold=threshold,
                         plan=learned.plan, index=index, clock=clock)  # fmt: skip
@@ -194,5 +221,6 @@ def iter_learned_windows(
         window.release()
         del window
         index += 1
+        t = time.perf_counter()
     if index == 0:
         raise source.nothing_selected(settings.start, settings.step)

@@ -224,3 +224,50 @@ def test_many_inputs_one_failing(run_cli, tiny_clip: Path, tmp_path: Path) -> No
     assert res.code == 2 and "would both write" in res.err and "{stem}" in res.err
     res = run_cli("separate", str(tmp_path / "nothing" / "*.mp4"), "-o", template)
     assert res.code == 2 and "nothing/*.mp4: the glob matches no file" in res.err
+
+
+def test_masks_are_named_after_their_source_frames(run_cli, tiny_clip: Path, tmp_path: Path):
+    """Videos and pipes number their frames from 1 (--start 5 gives bin000006.png first);
+    image folders keep the number of each file (in000470.png -> bin000470.png)."""
+    res = run_cli("separate", tiny_clip, "-o", tmp_path / "v", "--start", "5", "--step", "2",
+                  "--rank", "1", "-q", "--json")  # fmt: skip
+    assert res.code == 0, res.err
+    summary = res.json()
+    assert summary["frame_numbers"][:3] == [5, 7, 9] and summary["mask_numbers"][:3] == [6, 8, 10]
+    names = sorted(p.name for p in (tmp_path / "v" / "masks").iterdir())
+    assert names == [f"bin{n:06d}.png" for n in range(6, 25, 2)]
+    frames, _ = tiny_frames(n=12)
+    folder = tmp_path / "seq" / "input"
+    folder.mkdir(parents=True)
+    for i, frame in enumerate(frames, start=470):
+        cv2.imwrite(str(folder / f"in{i:06d}.png"), frame)
+    res = run_cli("separate", folder.parent, "-o", tmp_path / "f", "--rank", "1", "-q", "--json")
+    assert res.code == 0, res.err
+    assert res.json()["mask_numbers"] == res.json()["frame_numbers"] == list(range(470, 482))
+    names = sorted(p.name for p in (tmp_path / "f" / "masks").iterdir())
+    assert names == [f"bin{n:06d}.png" for n in range(470, 482)]
+
+
+def test_learn_on_some_frames_and_apply_to_all(run_cli, tmp_path: Path) -> None:
+    from bpvideo.io.writers import write_video
+    from tests.conftest import f_measure, street_frames
+
+    frames, truth = street_frames(n=120, seed=2)
+    clip = tmp_path / "street.mkv"
+    write_video(clip, frames, 25.0, lossless=True)
+    res = run_cli("separate", clip, "-o", tmp_path / "l", "--learn", "0:50", "--json", "-q")
+    assert res.code == 0, res.err
+    summary = res.json()
+    assert summary["frames"] == 120 and summary["learned"]["frames"] == "0:50"
+    assert summary["learned"]["frame_count"] == 50 and summary["windows"]["count"] == 1
+    masks = read_masks(tmp_path / "l" / "masks") > 0
+    assert masks.shape == (120, 72, 96) and f_measure(masks, truth) > 0.75
+    # the background learned on another clip of the same camera
+    other = tmp_path / "earlier.mkv"
+    write_video(other, street_frames(n=60, seed=3, street=2)[0], 25.0, lossless=True)
+    res = run_cli("separate", clip, "-o", tmp_path / "o", "--learn-from", other, "--json", "-q")
+    assert res.code == 0, res.err
+    assert res.json()["learned"]["from"] == str(other)
+    assert f_measure(read_masks(tmp_path / "o" / "masks") > 0, truth) > 0.75
+    res = run_cli("separate", clip, "-o", tmp_path / "x", "--learn", "0:50", "--observe", "0.5")
+    assert res.code == 2 and "--observe cannot be combined with --learn" in res.err
