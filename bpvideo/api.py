@@ -114,7 +114,8 @@ def iter_separate(
     >>> import numpy as np
     >>> import bpvideo
     >>> frames = (np.random.default_rng(0).normal(100, 2, (30, 24, 32))).clip(0, 255)
-    >>> sum(len(w.masks) for w in bpvideo.iter_separate(frames.astype(np.uint8), window=20))
+    >>> windows = bpvideo.iter_separate(frames.astype(np.uint8), window=20, overlap=5)
+    >>> sum(len(w.masks) for w in windows)
     30
     """
     settings = _settings(options, arrays=True)

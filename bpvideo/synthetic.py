@@ -32,6 +32,10 @@ class RPCAProblem:
     S: np.ndarray
     mask: np.ndarray | None = None
 
+    def error(self, L: np.ndarray) -> float:
+        """Relative error ``||L - self.L||_F / ||self.L||_F`` of a recovered background."""
+        return float(np.linalg.norm(L - self.L) / np.linalg.norm(self.L))
+
 
 def make_rpca_problem(
     m: int = 200,

@@ -23,19 +23,18 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bpvideo.batch.config import BatchConfig, Job, load_config
+from bpvideo.batch.report import BatchReport, Progress, format_table
 from bpvideo.errors import BpvideoError, InputError
 
 __all__ = [
     "BatchOptions",
     "completed",
     "execute",
-    "format_table",
     "run_batch",
     "run_job",
 ]
@@ -280,86 +279,6 @@ class BatchOptions:
     progress: bool = True
 
 
-@dataclass
-class _Progress:
-    """One line per finished job on stderr; a tqdm bar when stderr is a terminal."""
-
-    total: int
-    enabled: bool
-    done: int = 0
-    bar: Any = field(default=None)
-
-    def __post_init__(self) -> None:
-        if self.enabled and self.total and sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=self.total, desc="batch", unit="job", file=sys.stderr)
-
-    def finished(self, job: Job, result: dict[str, Any]) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update(1)
-        if result["status"] == "ok":
-            if not self.enabled:
-                return
-            what = f"ok {result['frames']} frames, {result['seconds']:.1f}s -> {job.output}"
-            if result.get("converged") is False:
-                what += " (not converged: raise max_iter)"
-        else:
-            what = f"FAILED: {result['error']}"
-        text = f"bpvideo: [{self.done}/{self.total}] {job.input}: {what}"
-        if self.bar is not None:
-            self.bar.write(text, file=sys.stderr)
-        else:
-            print(text, file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _entry(job: Job) -> dict[str, Any]:
-    return {
-        "job": job.index,
-        "config_entry": job.entry,
-        "config_line": job.line,
-        "input": job.input,
-        "output": job.output,
-        "status": "pending",
-        "seconds": None,
-        "frames": None,
-        "error": None,
-    }
-
-
-def format_table(entries: list[dict[str, Any]]) -> str:
-    """The summary table of a batch (one row per job, then the totals)."""
-    rows = [("#", "status", "frames", "seconds", "input", "output / error")]
-    for e in entries:
-        seconds = "" if e["seconds"] is None else f"{e['seconds']:.1f}"
-        frames = "" if e["frames"] is None else str(e["frames"])
-        rows.append(
-            (
-                str(e["job"]),
-                e["status"],
-                frames,
-                seconds,
-                e["input"],
-                e["error"] if e["error"] else e["output"],
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
-        for r in rows
-    ]
-    counts: dict[str, int] = {}
-    for e in entries:
-        counts[e["status"]] = counts.get(e["status"], 0) + 1
-    lines.append(", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    return "\n".join(line.rstrip() for line in lines)
-
-
 def report_path(config: BatchConfig, options: BatchOptions) -> Path:
     """``--report``, else ``report:`` of the config, else ``batch_report.json`` beside it."""
     if options.report is not None:
@@ -398,6 +317,62 @@ def run_batch(
         missing.
     """
     config = load_config(config_path)
+    executor_name, scheduler, workers = _executor(config, options)
+    report = BatchReport(config, report_path(config, options))
+    todo: list[Job] = []
+    for job, entry in zip(config.jobs, report.entries, strict=True):
+        if options.resume and completed(job):
+            entry["status"] = "skipped"
+        else:
+            todo.append(job)
+    skipped = len(config.jobs) - len(todo)
+    if options.dry_run:
+        for job in todo:
+            stdout(f"{job.input}\t{job.output}")
+        if options.progress:
+            logger.info("dry run: %d job(s) would run, %d complete already (nothing was run)",
+                        len(todo), skipped)  # fmt: skip
+        return 0
+    if executor_name == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise InputError(DASK_MISSING) from None
+    report.check()
+    report.state.update(executor=executor_name, scheduler=scheduler,
+                        workers=workers if executor_name == "local" or scheduler is None
+                        else None)  # fmt: skip
+    if options.progress:
+        if skipped:
+            logger.info("resume: %d of %d job(s) complete already, skipped", skipped,
+                        len(config.jobs))  # fmt: skip
+        where = f"Dask ({scheduler or f'local cluster, {workers} workers'})"
+        if executor_name == "local":
+            where = f"{min(workers, max(len(todo), 1))} local worker process(es)"
+        logger.info("running %d job(s) on %s", len(todo), where)
+    report.save()
+    progress = Progress(total=len(todo), enabled=options.progress)
+    try:
+        if todo:
+            pool = (
+                local_executor(min(workers, len(todo)))
+                if executor_name == "local"
+                else dask_executor(scheduler, workers)
+            )
+            with pool as executor:
+                execute(todo, executor, lambda job, result: report.finished(job, result, progress))
+    finally:
+        progress.close()
+        report.save()
+    if options.progress:
+        print(format_table(report.entries), file=sys.stderr, flush=True)
+        logger.info("report: %s", report.path)
+    failed = sum(1 for e in report.entries if e["status"] not in ("ok", "skipped"))
+    return 1 if failed else 0
+
+
+def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | None, int]:
+    """Where the jobs run: the executor's name, the Dask scheduler, the workers."""
     executor_name = options.executor or config.executor or "local"
     scheduler = options.scheduler or config.scheduler
     if scheduler is not None and executor_name != "dask":
@@ -409,96 +384,4 @@ def run_batch(
     workers = options.workers or config.workers or default_workers()
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
-    report = report_path(config, options)
-
-    entries = [_entry(job) for job in config.jobs]
-    todo: list[Job] = []
-    for job, entry in zip(config.jobs, entries, strict=True):
-        if options.resume and completed(job):
-            entry["status"] = "skipped"
-            entry["error"] = None
-        else:
-            todo.append(job)
-    skipped = len(config.jobs) - len(todo)
-    if options.dry_run:
-        for job in todo:
-            stdout(f"{job.input}\t{job.output}")
-        if options.progress:
-            logger.info(
-                "dry run: %d job(s) would run, %d complete already (nothing was run)",
-                len(todo),
-                skipped,
-            )
-        return 0
-    if executor_name == "dask":
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            raise InputError(DASK_MISSING) from None
-    ancestor = report.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if report.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-        raise InputError(f"{report}: cannot write the report there: give another --report PATH")
-
-    from bpvideo.io.outputs import write_json
-
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    t0 = time.perf_counter()
-    state = {
-        "config": str(Path(config_path).resolve()),
-        "started": started,
-        "executor": executor_name,
-        "scheduler": scheduler,
-        "workers": workers if executor_name == "local" or scheduler is None else None,
-        "seconds": None,
-        "counts": {},
-        "jobs": entries,
-    }
-
-    def save() -> None:
-        counts: dict[str, int] = {}
-        for e in entries:
-            counts[e["status"]] = counts.get(e["status"], 0) + 1
-        state["counts"] = counts
-        state["seconds"] = round(time.perf_counter() - t0, 3)
-        report.parent.mkdir(parents=True, exist_ok=True)
-        write_json(report, state)
-
-    if skipped and options.progress:
-        logger.info("resume: %d of %d job(s) complete already, skipped", skipped, len(entries))
-    if options.progress:
-        where = f"Dask ({scheduler or f'local cluster, {workers} workers'})"
-        if executor_name == "local":
-            where = f"{min(workers, max(len(todo), 1))} local worker process(es)"
-        logger.info("running %d job(s) on %s", len(todo), where)
-    save()
-    progress = _Progress(total=len(todo), enabled=options.progress)
-
-    def on_result(job: Job, result: dict[str, Any]) -> None:
-        entry = entries[job.index]
-        for key in ("status", "seconds", "frames", "error"):
-            entry[key] = result.get(key)
-        entry["cpu_seconds"] = result.get("cpu_seconds")
-        if "converged" in result:
-            entry["converged"] = result["converged"]
-            entry["iterations"] = result["iterations"]
-        progress.finished(job, result)
-        save()
-
-    try:
-        if todo:
-            if executor_name == "local":
-                with local_executor(min(workers, len(todo))) as pool:
-                    execute(todo, pool, on_result)
-            else:
-                with dask_executor(scheduler, workers) as pool:
-                    execute(todo, pool, on_result)
-    finally:
-        progress.close()
-        save()
-    if options.progress:
-        print(format_table(entries), file=sys.stderr, flush=True)
-        logger.info("report: %s", report)
-    failed = sum(1 for e in entries if e["status"] not in ("ok", "skipped"))
-    return 1 if failed else 0
+    return executor_name, scheduler, workers

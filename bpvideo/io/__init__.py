@@ -1,7 +1,8 @@
 """The I/O layer: frames in, files out, and the report of a run.
 
-- :mod:`~bpvideo.io.sources`: video files, image folders, stdin (:mod:`~bpvideo.io.pipes`)
-  as streams of numbered frames; :mod:`~bpvideo.io.arrays`: frames in memory;
+- :mod:`~bpvideo.io.stream`: a stream of numbered frames (:class:`~bpvideo.io.stream.FrameSource`),
+  from video files and image folders (:mod:`~bpvideo.io.sources`), stdin
+  (:mod:`~bpvideo.io.pipes`) or frames in memory (:mod:`~bpvideo.io.arrays`);
 - :mod:`~bpvideo.io.video`: frames as a pixels x frames matrix;
 - :mod:`~bpvideo.io.observation`: the observation mask;
 - :mod:`~bpvideo.io.outputs`: the atomic output directory; :mod:`~bpvideo.io.writers`:

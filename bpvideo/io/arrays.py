@@ -16,7 +16,13 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
-from bpvideo.io.sources import FrameSource, _scaled, _scaled_size, _select, _selected_count
+from bpvideo.io.stream import (
+    FrameSource,
+    scaled_frames,
+    scaled_size,
+    select_frames,
+    selected_count,
+)
 
 __all__ = ["DEFAULT_ARRAY_FPS", "as_bgr", "open_frames"]
 
@@ -125,13 +131,13 @@ def open_frames(
     first = as_bgr(given, 0)
     h, w = first.shape[:2]
     rate = float(fps) if fps is not None else DEFAULT_ARRAY_FPS
-    count_selected = _selected_count(total, start, count, step)
+    count_selected = selected_count(total, start, count, step)
     source = FrameSource(name, w, h, rate, count_selected, (w, h), iter(()),
                          channels=3 if np.ndim(given) == 3 and np.shape(given)[2] == 3 else 1,
                          total_frames=total)  # fmt: skip
     numbered = _numbered(first, iterator, (h, w))
-    source.width, source.height = _scaled_size(w, h, scale)
-    source.frames = _scaled(source, _select(numbered, start, count, step), scale, False,
+    source.width, source.height = scaled_size(w, h, scale)
+    source.frames = scaled_frames(source, select_frames(numbered, start, count, step), scale, False,
                             (start, count, step))  # fmt: skip
     return source
 

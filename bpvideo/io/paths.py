@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import glob
 import os
+import string
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from bpvideo.errors import InputError
 
-__all__ = ["default_output", "expand_inputs", "format_output", "path_fields", "plan_outputs"]
+__all__ = [
+    "default_output",
+    "expand_input",
+    "expand_inputs",
+    "expand_template",
+    "format_output",
+    "path_fields",
+    "plan_outputs",
+    "template_fields",
+]
 
 
 def default_output(input_path: str) -> str:
@@ -158,3 +169,49 @@ def plan_outputs(inputs: Sequence[str], template: str | None) -> list[str]:
             )
         seen[key] = path
     return outputs
+
+
+def template_fields(template: str) -> list[str]:
+    """Names of the ``{fields}`` of a template; raise ValueError when it is malformed."""
+    names = []
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if not name.isidentifier():
+            raise ValueError(f"field {{{name}}} is not a plain name")
+        if spec or conversion:
+            raise ValueError(f"field {{{name}}} has a format spec; use plain {{{name}}}")
+        names.append(name)
+    return names
+
+
+def expand_template(template: str, input_path: str | os.PathLike, values: dict[str, Any]) -> str:
+    """Fill an output template for one input.
+
+    Fields: those of :func:`path_fields` (``{stem}``, ``{name}``,
+    ``{parent}``, the same as ``separate``'s output templates) and every key of
+    ``values`` (the job's extra keys such as ``{camera}``, and its options such as
+    ``{rank}``).
+
+    Examples
+    --------
+    >>> expand_template("out/{camera}/{stem}", "cams/n/clip1.mp4", {"camera": "north"})
+    'out/north/clip1'
+    """
+    fields = {**values, **path_fields(input_path)}
+    return template.format_map(fields)
+
+
+def expand_input(pattern: str, base: Path) -> list[Path]:
+    """The inputs a job's ``input`` names: one path, or the sorted matches of a glob.
+
+    Relative patterns are taken relative to ``base`` (the config's folder); ``~`` is
+    expanded; ``**`` matches folders recursively. A plain path is returned whether or not
+    it exists (the caller checks).
+    """
+    expanded = Path(os.path.expanduser(pattern))
+    full = expanded if expanded.is_absolute() else base / expanded
+    full = Path(os.path.normpath(full))
+    if glob.has_magic(str(expanded)):
+        return [Path(p) for p in sorted(glob.glob(str(full), recursive=True))]
+    return [full]

@@ -24,7 +24,8 @@ from bpvideo.errors import InputError
 from bpvideo.io.sources import FrameSource
 from bpvideo.io.summary import Stopwatch, WindowReport
 from bpvideo.io.video import video_from_frames
-from bpvideo.pipeline.run import Plan, Window, columns_to_frames, iter_windows
+from bpvideo.pipeline.finished import Window, columns_to_frames
+from bpvideo.pipeline.run import Plan, iter_windows
 from bpvideo.pipeline.scale import Background
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers._common import Callback

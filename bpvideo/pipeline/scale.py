@@ -25,7 +25,6 @@ __all__ = [
     "resize_columns",
     "scaled_size",
     "solved_video_size",
-    "upsample_background",
     "upsample_factors",
 ]
 
@@ -304,19 +303,3 @@ def upsample_factors(
     left = np.hstack([U_up, *extra_u]).astype(np.float32, copy=False)
     right = np.hstack([V, *extra_v]).astype(np.float32, copy=False)
     return Background(left=np.ascontiguousarray(left), right=np.ascontiguousarray(right))
-
-
-def upsample_background(
-    result: SolverResult,
-    columns: slice,
-    small_shape: tuple[int, ...],
-    frame_shape: tuple[int, ...],
-    detail: np.ndarray,
-    previous_detail: np.ndarray | None = None,
-    ramp_from: int = 0,
-) -> np.ndarray:
-    """:func:`upsample_factors` as a dense (m, k) float32 matrix."""
-    bg = upsample_factors(
-        result, columns, small_shape, frame_shape, detail, previous_detail, ramp_from
-    )
-    return bg.columns(0, bg.shape[1])

@@ -7,6 +7,7 @@ return a :class:`SolverResult`; none of them reads or writes files.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from bpvideo.errors import ConvergenceWarning, InputError
 
 __all__ = [
     "Callback",
+    "History",
     "Iterate",
     "SolverResult",
     "as_float",
@@ -252,11 +254,82 @@ def relative_residual(
     return float(np.linalg.norm(E)) / norm_A
 
 
-def warn_max_iter(method: str, max_iter: int, what: str, value: float, tol: float) -> None:
+def warn_max_iter(
+    method: str, max_iter: int, what: str, value: float, tol: float, stacklevel: int = 3
+) -> None:
     """Warn :class:`~bpvideo.errors.ConvergenceWarning`: ``method`` stopped at ``max_iter``."""
     warnings.warn(
         f"{method} stopped at max_iter ({max_iter}) with {what} {value:.2e} > tol ({tol:g}): "
         "raise max_iter or tol",
         ConvergenceWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
+
+
+class History:
+    """The residual and change after each iteration of a solve, its callback, its result.
+
+    Parameters
+    ----------
+    method : str
+        The solver's name (``SolverResult.method``).
+    callback : callable, optional
+        Called with the :class:`Iterate` after each iteration (:meth:`record`).
+    started : float, optional
+        ``time.perf_counter()`` when the solve began (default: now).
+    """
+
+    def __init__(
+        self, method: str, callback: Callback | None, started: float | None = None
+    ) -> None:
+        self.method = method
+        self.callback = callback
+        self.residuals: list[float] = []
+        self.changes: list[float] = []
+        self.started = time.perf_counter() if started is None else started
+
+    def record(
+        self, k: int, L: np.ndarray | tuple[np.ndarray, np.ndarray], S: np.ndarray,
+        residual: float, change: float, *, notify: bool = True,
+    ) -> None:  # fmt: skip
+        """Keep iteration ``k``'s residual and change; hand the iterate to the callback
+        (unless ``notify`` is off: an iterate that diverged)."""
+        self.residuals.append(residual)
+        self.changes.append(change)
+        if notify and self.callback is not None:
+            self.callback(Iterate(k, L, S, residual, change))
+
+    def result(
+        self,
+        L: np.ndarray,
+        S: np.ndarray,
+        iterations: int,
+        converged: bool,
+        *,
+        max_iter: int,
+        tol: float,
+        stopped_by: tuple[str, float] | None = None,
+        factors: tuple[np.ndarray, np.ndarray] | None = None,
+        warn: bool = True,
+        stacklevel: int = 4,
+    ) -> SolverResult:
+        """The :class:`SolverResult`; warns :class:`ConvergenceWarning` when not converged
+        (and ``warn``).
+
+        ``stopped_by``: what the warning quotes against ``tol`` (default: the last relative
+        residual); ``stacklevel`` points it at the public solver's caller.
+        """
+        if warn and not converged:
+            what, value = stopped_by or ("relative residual", self.residuals[-1])
+            warn_max_iter(self.method, max_iter, what, value, tol, stacklevel=stacklevel)
+        return SolverResult(
+            L=L,
+            S=S,
+            iterations=iterations,
+            converged=converged,
+            residuals=self.residuals,
+            changes=self.changes,
+            method=self.method,
+            seconds=time.perf_counter() - self.started,
+            factors=factors,
+        )

@@ -20,7 +20,7 @@ import numpy as np
 from bpvideo.errors import ConvergenceWarning, InputError
 from bpvideo.solvers._common import (
     Callback,
-    Iterate,
+    History,
     SolverResult,
     as_float,
     check_mask,
@@ -28,7 +28,6 @@ from bpvideo.solvers._common import (
     check_problem,
     relative_change,
     relative_residual,
-    warn_max_iter,
 )
 from bpvideo.solvers.projections import project_sparse
 
@@ -60,7 +59,7 @@ def rpca_gd(
 
     the gradient step on ``1/2 ||U V^T + S - A||_F^2 + 1/8 ||U^T U - V^T V||_F^2``
     (Algorithm 1 of [1]_). ``T`` is the ``T_alpha`` sparse estimator of the paper
-    (:func:`~bpvideo.solver.project_sparse`) at ``sparsity_factor * sparsity``.
+    (:func:`~bpvideo.solvers.project_sparse`) at ``sparsity_factor * sparsity``.
 
     Parameters
     ----------
@@ -118,11 +117,9 @@ def rpca_gd(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from bpvideo.synthetic import make_rpca_problem
     >>> problem = make_rpca_problem(100, 100, rank=2, sparsity=0.05, seed=0)
-    >>> result = rpca_gd(problem.A, 2, 0.05)
-    >>> bool(np.linalg.norm(result.L - problem.L) / np.linalg.norm(problem.L) < 1e-3)
+    >>> problem.error(rpca_gd(problem.A, 2, 0.05).L) < 1e-3
     True
     """
     A = as_float(A)
@@ -170,8 +167,7 @@ def rpca_gd(
     S = estimate_sparse(X - L)  # S = T(A - U V^T) throughout Phase II
 
     # Phase II: gradient descent on the factors.
-    residuals: list[float] = []
-    changes: list[float] = []
+    history = History("rpca_gd", callback, t0)
     converged = diverged = False
     k = 0
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below
@@ -190,14 +186,11 @@ def rpca_gd(
 
             residual = relative_residual(X, L_new, S_new, mask, norm_A)
             change = relative_change(S_new, L_new, S, L)
-            residuals.append(residual)
-            changes.append(change)
+            diverged = not math.isfinite(residual)
+            history.record(k, L_new, S_new, residual, change, notify=not diverged)
             L, S = L_new, S_new
-            if not math.isfinite(residual):
-                diverged = True
+            if diverged:
                 break
-            if callback is not None:
-                callback(Iterate(k, L, S, residual, change))
             if residual < tol or change < tol:
                 converged = True
                 break
@@ -208,15 +201,4 @@ def rpca_gd(
             ConvergenceWarning,
             stacklevel=2,
         )
-    elif not converged:
-        warn_max_iter("rpca_gd", max_iter, "relative residual", residuals[-1], tol)
-    return SolverResult(
-        L=L,
-        S=S,
-        iterations=k,
-        converged=converged,
-        residuals=residuals,
-        changes=changes,
-        method="rpca_gd",
-        seconds=time.perf_counter() - t0,
-    )
+    return history.result(L, S, k, converged, max_iter=max_iter, tol=tol, warn=not diverged)

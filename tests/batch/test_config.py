@@ -10,9 +10,10 @@ from pathlib import Path
 import cv2
 import pytest
 
-from bpvideo.batch.config import ConfigError, expand_template, load_config, load_yaml
+from bpvideo.batch.config import ConfigError, load_config, load_yaml
 from bpvideo.batch.run import completed
 from bpvideo.errors import InputError
+from bpvideo.io.paths import expand_template
 from bpvideo.io.writers import write_video
 from tests.conftest import REPO, tiny_frames
 

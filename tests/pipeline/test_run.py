@@ -1,31 +1,46 @@
-"""The pipeline: finished windows (masks, backgrounds, foreground) as :func:`iter_windows`
-yields them, and the fast paths of their outputs."""
+"""The generator of finished windows: numbers, windows, release, the report of each."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bpvideo.pipeline.run import columns_to_frames, masked_frames
+from bpvideo.errors import InputError
+from bpvideo.io.arrays import open_frames
+from bpvideo.io.summary import ReportBuilder, Stopwatch
+from bpvideo.pipeline.run import iter_windows
+from bpvideo.settings import SeparateSettings
+from tests.conftest import f_measure, street_frames
 
 
-@pytest.mark.parametrize("colour", [False, True])
-def test_masked_frames_equal_numpy_where(colour: bool) -> None:
-    rng = np.random.default_rng(4)
-    frames = rng.integers(0, 256, (5, 24, 32, 3) if colour else (5, 24, 32), dtype=np.uint8)
-    masks = rng.random((5, 24, 32)) < 0.3
-    want = np.where(masks[..., None] if colour else masks, frames, 0)
-    np.testing.assert_array_equal(masked_frames(frames, masks), want)
+def test_windows_come_finished_one_at_a_time() -> None:
+    frames, truth = street_frames(n=90, seed=4)
+    settings = SeparateSettings(window=40, overlap=10).validate()
+    clock = Stopwatch()
+    source = open_frames(frames)
+    builder = ReportBuilder(source, settings)
+    seen = []
+    for window in iter_windows(source, settings, clock=clock):
+        assert window.report is not None and window.plan.window == 40
+        assert window.report.new_frames == len(window) == len(window.masks)
+        blocks = list(window.blocks(16))  # formed 32 at a time, handed out 16 at a time
+        assert sum(len(b.masks) for b in blocks) == len(window)
+        assert np.array_equal(np.concatenate([b.masks for b in blocks]), window.masks)
+        builder.add(window)
+        seen.append(window)
+    assert [w.numbers[0] for w in seen] == [0, 40, 70] and seen[-1].numbers[-1] == 89
+    # released windows keep their finished arrays, not what they were made from
+    assert all(w._source is None and w.background.dense is None for w in seen)
+    masks = np.concatenate([w.masks for w in seen])
+    assert f_measure(masks, truth) > 0.7
+    report = builder.build(seconds=clock.total()).to_dict()
+    assert report["windows"]["count"] == 3 and report["frames"] == 90
+    assert report["mask_numbers"] == list(range(1, 91))
+    assert set(report["seconds"]) == {"read", "solve", "masks", "write", "total"}
 
 
-@pytest.mark.parametrize("frame_shape", [(6, 8), (4, 5, 3)])
-def test_columns_to_frames_rounds_saturates_and_transposes(frame_shape) -> None:
-    rng = np.random.default_rng(2)
-    m = int(np.prod(frame_shape))
-    M = rng.uniform(-40, 300, (m, 7)).astype(np.float32)
-    M[0, :4] = [0.5, 1.5, 2.5, 254.5]  # ties go to even, like np.rint
-    got = columns_to_frames(M, frame_shape)
-    want = np.clip(np.rint(M.T.reshape((7, *frame_shape))), 0, 255).astype(np.uint8)
-    np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(got[:4].reshape(4, -1)[:, 0], [0, 2, 2, 254])
-    np.testing.assert_array_equal(columns_to_frames(M[:, 2:5], frame_shape), got[2:5])
+def test_nothing_selected_is_an_input_error() -> None:
+    frames, _ = street_frames(n=10)
+    settings = SeparateSettings(start=20).validate()
+    with pytest.raises(InputError, match="no frames selected"):
+        list(iter_windows(open_frames(frames, start=20), settings))

@@ -18,7 +18,7 @@ from bpvideo.pipeline.scale import (
     effective_solve_scale,
     nearest_rows,
     resize_columns,
-    upsample_background,
+    upsample_factors,
 )
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers import SolverResult
@@ -147,6 +147,12 @@ def _factored(m_small: int, n: int, r: int = 2) -> SolverResult:
     V = rng.standard_normal((n, r)).astype(np.float32)
     L = U @ V.T
     return SolverResult(L=L, S=np.zeros_like(L), iterations=1, converged=True, factors=(U, V))
+
+
+def upsample_background(*args, **kwargs) -> np.ndarray:
+    """:func:`upsample_factors` as a dense (m, k) matrix."""
+    background = upsample_factors(*args, **kwargs)
+    return background.columns(0, background.shape[1])
 
 
 def test_upsampling_through_the_factors_equals_resizing_L() -> None:

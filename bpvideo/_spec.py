@@ -1,0 +1,214 @@
+"""What one option is (:class:`Spec`: type, bounds, help, flag) and checking a value
+against it; the parsers of the options written as text (``WxH``, ``START:END``).
+
+The options themselves are declared in :mod:`bpvideo.settings`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from bpvideo.errors import InputError
+
+__all__ = ["Spec", "check_value", "format_span", "option", "parse_size", "parse_span"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Type, bounds and help of one option.
+
+    Attributes
+    ----------
+    kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window"}
+        Value type. "threshold" and "scale" are a float within the bounds or the string
+        "auto"; "window" is an integer within the bounds or the string "auto".
+    help : str
+        One-line help text (also the CLI help).
+    low, high : float or None
+        Bounds; ``low_open``/``high_open`` make them strict.
+    choices : tuple of str or None
+        Allowed values of a "str" option.
+    optional : bool
+        ``None`` is a valid value (meaning "not set").
+    flag : str or None
+        CLI flag when it is not derived from the name (``--max-iter`` from ``max_iter``).
+    secondary : str or None
+        The "off" flag of a boolean pair (``--color`` for ``--gray``).
+    cli : bool
+        Whether the option appears on the command line of ``separate``.
+    """
+
+    kind: str
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] | None = None
+    optional: bool = False
+    flag: str | None = None
+    secondary: str | None = None
+    cli: bool = True
+    metavar: str | None = None
+
+
+def option(default: Any, kind: str, help: str, **kwargs: Any) -> Any:
+    """Declare a settings field with its :class:`Spec`."""
+    return dataclasses.field(default=default, metadata={"spec": Spec(kind, help, **kwargs)})
+
+
+def _bounds_text(spec: Spec) -> str:
+    parts = []
+    if spec.low is not None:
+        parts.append(f"{'>' if spec.low_open else '>='} {spec.low:g}")
+    if spec.high is not None:
+        parts.append(f"{'<' if spec.high_open else '<='} {spec.high:g}")
+    return " and ".join(parts)
+
+
+def _bad(name: str, value: Any, rule: str) -> InputError:
+    """``name=value rule`` (``rank=0 must be >= 1``), about option ``name``."""
+    return InputError(f"{{{name}=}} {rule}", option=(name, value), rule=rule)
+
+
+def check_value(name: str, spec: Spec, value: Any) -> Any:
+    """Coerce and check one option value; raise :class:`InputError` when it is invalid.
+
+    Parameters
+    ----------
+    name : str
+        Option name (as in :class:`SeparateSettings`).
+    spec : Spec
+        Its specification.
+    value : Any
+        The value, from the CLI, a YAML file or Python.
+
+    Returns
+    -------
+    Any
+        The value, converted to the option's type.
+
+    Raises
+    ------
+    InputError
+        With ``option=(name, value)`` and ``rule`` (``must be >= 1``).
+
+    Examples
+    --------
+    >>> from bpvideo.settings import option_specs
+    >>> specs = dict((n, s) for n, _, s in option_specs())
+    >>> check_value("rank", specs["rank"], "3")
+    3
+    >>> check_value("rank", specs["rank"], 0)
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.InputError: rank=0 must be >= 1
+    """
+    if value is None:
+        if spec.optional:
+            return None
+        raise _bad(name, value, "must be set")
+    kind = spec.kind
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise _bad(name, value, "must be true or false")
+    if kind == "span":
+        return format_span(parse_span(value, name))
+    if kind in ("threshold", "scale", "window") and isinstance(value, str):
+        if value.strip().lower() == "auto":
+            return "auto"
+    if kind in ("int", "window"):
+        kind = "int"
+    if kind in ("int", "float", "threshold", "scale"):
+        return _check_number(name, spec, value, kind)
+    if kind in ("str", "path"):
+        if not isinstance(value, str):
+            raise _bad(name, value, "must be a string")
+        if spec.choices is not None and value not in spec.choices:
+            raise _bad(name, value, f"must be one of: {', '.join(spec.choices)}")
+        return value
+    raise AssertionError(f"unknown option kind {kind!r}")  # pragma: no cover
+
+
+def _check_number(name: str, spec: Spec, value: Any, kind: str) -> float:
+    """A number option: type, finiteness and bounds."""
+    auto = " or 'auto'" if spec.kind in ("threshold", "scale", "window") else ""
+    if isinstance(value, bool):
+        raise _bad(name, value, f"must be a number{auto}")
+    try:
+        if kind == "int":
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            number: float = int(value)
+        else:
+            number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _bad(
+            name, value, f"must be {'an integer' if kind == 'int' else 'a number'}{auto}"
+        ) from None
+    if not math.isfinite(number):
+        raise _bad(name, value, "must be finite")
+    bad_low = spec.low is not None and (number <= spec.low if spec.low_open else number < spec.low)
+    bad_high = spec.high is not None and (
+        number >= spec.high if spec.high_open else number > spec.high
+    )
+    if bad_low or bad_high:  # a number typed as text (the CLI's 'auto' options) shows as one
+        raise _bad(
+            name, number if isinstance(value, str) else value, f"must be {_bounds_text(spec)}"
+        )
+    return number
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``(width, height)`` from ``"WxH"``; raise :class:`InputError` when malformed."""
+    parts = text.lower().replace(" ", "").split("x")
+    try:
+        w, h = (int(p) for p in parts)
+    except ValueError:
+        raise _bad("size", text, "must be WxH, e.g. {size='320x240'}") from None
+    if w < 1 or h < 1:
+        raise _bad("size", text, "must be positive, e.g. {size='320x240'}")
+    return w, h
+
+
+def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
+    """``(start, end)`` frame indices from ``"START:END"`` (END may be empty: to the end).
+
+    Parameters
+    ----------
+    value : str or (int, int)
+        ``"0:200"``, ``"100:"`` or a pair of integers; ``end`` is excluded (as a slice).
+    name : str
+        The option, for messages.
+
+    Returns
+    -------
+    (int, int or None)
+
+    Examples
+    --------
+    >>> parse_span("0:200"), parse_span((10, 20)), parse_span("100:")
+    ((0, 200), (10, 20), (100, None))
+    """
+    try:
+        if isinstance(value, str):
+            first, sep, last = value.replace(" ", "").partition(":")
+            if not sep:
+                raise ValueError
+            start, end = int(first or 0), (int(last) if last else None)
+        else:
+            start, end = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
+    if start < 0 or (end is not None and end < start + 2):
+        raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")
+    return start, end
+
+
+def format_span(span: tuple[int, int | None]) -> str:
+    """``"START:END"`` (see :func:`parse_span`)."""
+    return f"{span[0]}:{'' if span[1] is None else span[1]}"

@@ -1,0 +1,239 @@
+"""A finished window: its new frames, their background, masks and report.
+
+Masks and uint8 background frames are formed :data:`OUTPUT_FRAMES` at a time from the
+full-resolution background (kept as factors when the solve was downscaled), so that the
+background is never held whole as floats, and encoders get frames while the next ones
+are formed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+
+from bpvideo.io.summary import Stopwatch, WindowReport
+from bpvideo.io.video import Video
+from bpvideo.masks import foreground_masks
+from bpvideo.pipeline.scale import Background
+from bpvideo.settings import SeparateSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bpvideo.pipeline.run import Plan
+
+__all__ = ["OUTPUT_FRAMES", "Block", "Window", "columns_to_frames", "masked_frames"]
+
+#: Frames whose outputs are formed at a time (background columns, residual, masks): a
+#: window's full-resolution background is never held whole, and the encoders get frames
+#: while the next ones are formed.
+OUTPUT_FRAMES = 32
+
+
+def masked_frames(frames: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``frames`` where ``masks`` is set, 0 elsewhere: (k, H, W[, C]) uint8 frames and
+    (k, H, W) bool masks (``np.where(masks[..., None], frames, 0)``, by OpenCV)."""
+    out = np.zeros_like(frames)
+    m = np.ascontiguousarray(masks).view(np.uint8)
+    for j in range(len(frames)):
+        cv2.copyTo(frames[j], m[j], out[j])
+    return out
+
+
+def columns_to_frames(matrix: np.ndarray, frame_shape: tuple[int, ...]) -> np.ndarray:
+    """uint8 frames ``(k, *frame_shape)`` of an m x k matrix: rounded, saturated, transposed.
+
+    Equal to ``clip(rint(matrix), 0, 255)`` as uint8, transposed to one frame per row; done
+    by OpenCV (rounding half to even, like ``np.rint``) on uint8, not on float32 copies.
+    """
+    k = matrix.shape[1]
+    if matrix.ndim != 2 or max(matrix.shape) >= 2**31 or matrix.strides[1] != matrix.itemsize:
+        u8 = np.clip(np.rint(matrix), 0, 255).astype(np.uint8)  # pragma: no cover
+        return np.ascontiguousarray(u8.T).reshape((k, *frame_shape))  # pragma: no cover
+    u8 = cv2.add(matrix, 0.0, dtype=cv2.CV_8U)
+    return cv2.transpose(u8).reshape((k, *frame_shape))
+
+
+@dataclass
+class Block:
+    """Up to :data:`OUTPUT_FRAMES` finished frames of a window.
+
+    Attributes
+    ----------
+    numbers : list of int
+        Source frame numbers.
+    frames : (k, H, W, 3) uint8 ndarray
+        The input frames (BGR).
+    background : (k, H, W) or (k, H, W, 3) uint8 ndarray
+        The background (grey, or BGR with ``gray=False``).
+    masks : (k, H, W) bool ndarray
+        Foreground masks.
+    """
+
+    numbers: list[int]
+    frames: np.ndarray
+    background: np.ndarray
+    masks: np.ndarray
+
+    @property
+    def foreground(self) -> np.ndarray:
+        """(k, H, W, 3) uint8: the input where the mask is set, black elsewhere."""
+        return masked_frames(self.frames, self.masks)
+
+
+class Window:
+    """One finished window: its new frames, their background, masks and report.
+
+    Masks and uint8 background frames are formed :data:`OUTPUT_FRAMES` at a time, as
+    :meth:`blocks` is iterated (or at once by :attr:`masks`), from the full-resolution
+    background kept as factors; they are kept. When the pipeline goes on to the next
+    window, what they were made from (the data matrix, the solver's buffers) is let go
+    (:meth:`release`): a window stays valid, holding only finished arrays.
+
+    Attributes
+    ----------
+    index : int
+        0-based position in the stream.
+    numbers : list of int
+        Source frame numbers of the window's new frames (those not in the previous window).
+    frames : (k, H, W, 3) uint8 ndarray
+        The new frames.
+    background : Background
+        Full-resolution ``L`` of the new frames, m x k (factors when the solve was
+        downscaled).
+    frame_shape : tuple of int
+        ``(H, W)`` (grey) or ``(H, W, 3)`` (colour): how a column of ``L`` is a frame.
+    report : WindowReport or None
+        How the window was solved (None for a learned background).
+    threshold : float or None
+        Threshold on ``|A - L|`` of the masks (None for the support rule).
+    observed : float
+        Frames observed (the sum over the new frames of their observed fraction).
+    plan : Plan
+        How the stream is cut and solved.
+    """
+
+    def __init__(
+        self,
+        video: Video,
+        new_from: int,
+        L: Background,
+        S: np.ndarray | None,
+        *,
+        settings: SeparateSettings,
+        threshold: float | None,
+        plan: Plan,
+        index: int = 0,
+        report: WindowReport | None = None,
+        clock: Stopwatch | None = None,
+    ) -> None:
+        n = video.n_frames
+        self.index = index
+        self.numbers = list(video.frame_numbers[new_from:])
+        self.frames = video.frames[new_from:]
+        self.background = L.select(new_from, n)
+        self.frame_shape = tuple(video.frame_shape)
+        self.report = report
+        self.threshold = threshold
+        self.plan = plan
+        observed = n - new_from
+        if video.mask is not None:
+            observed = float(video.mask[:, new_from:].mean()) * (n - new_from)
+        self.observed = observed
+        self._settings = settings
+        self._clock = clock or Stopwatch()
+        self._source: tuple[Video, Background, np.ndarray | None, int] | None = (
+            video, L, S, new_from
+        )  # fmt: skip
+        k = n - new_from
+        self._masks = np.empty((k, *self.frame_shape[:2]), dtype=bool)
+        self._bg = np.empty((k, *self.frame_shape), dtype=np.uint8)
+        self._formed = 0
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def blocks(self, size: int = OUTPUT_FRAMES) -> Iterator[Block]:
+        """The window's frames with their background and masks, ``size`` at a time."""
+        k = len(self.numbers)
+        for lo in range(0, k, size):
+            hi = min(k, lo + size)
+            while self._formed < hi:
+                self._form_next()
+            yield Block(self.numbers[lo:hi], self.frames[lo:hi], self._bg[lo:hi],
+                        self._masks[lo:hi])  # fmt: skip
+
+    @property
+    def masks(self) -> np.ndarray:
+        """(k, H, W) bool: foreground masks of the new frames."""
+        self._form_all()
+        return self._masks
+
+    @property
+    def background_frames(self) -> np.ndarray:
+        """(k, H, W) or (k, H, W, 3) uint8: the background of the new frames."""
+        self._form_all()
+        return self._bg
+
+    @property
+    def foreground(self) -> np.ndarray:
+        """(k, H, W, 3) uint8: the new frames where the mask is set, black elsewhere."""
+        return masked_frames(self.frames, self.masks)
+
+    @property
+    def foreground_pixels(self) -> int:
+        """Foreground pixels of the masks."""
+        return int(np.count_nonzero(self.masks))
+
+    def release(self, outputs: bool = True) -> None:
+        """Let go of what the outputs are made from; form them first with ``outputs``."""
+        if outputs:
+            self._form_all()
+        self._source = None
+        self.background = self.background.compact()
+
+    def _form_all(self) -> None:
+        while self._formed < len(self.numbers):
+            self._form_next()
+
+    def _form_next(self) -> None:
+        """Masks and uint8 background of the next :data:`OUTPUT_FRAMES` frames."""
+        if self._source is None:
+            raise RuntimeError("this window was released before its outputs were formed")
+        video, L, S, new_from = self._source
+        st = self._settings
+        lo = new_from + self._formed
+        hi = min(video.n_frames, lo + OUTPUT_FRAMES)
+        t = time.perf_counter()
+        shape = video.frame_shape
+        # frame by frame (contiguous) when the frames are kept and nothing else is needed
+        by_frames = video.planes is not None and video.mask is None and S is None
+        if by_frames:
+            A, Lc = video.planes[lo:hi], L.frames(lo, hi, shape)
+        else:
+            A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
+        kwargs = st.mask_kwargs()
+        if self.threshold is not None:
+            kwargs["threshold"] = self.threshold
+        masks = foreground_masks(
+            A,
+            Lc,
+            None if S is None else S[:, lo:hi],
+            shape,
+            observed=None if video.mask is None else video.mask[:, lo:hi],
+            **kwargs,
+        ).masks
+        t2 = time.perf_counter()
+        self._clock.add("masks", t2 - t)
+        out = slice(self._formed, self._formed + hi - lo)
+        self._masks[out] = masks
+        if by_frames:
+            flat = Lc.reshape(len(Lc), -1)  # rounded and saturated, as columns_to_frames
+            self._bg[out] = cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(Lc.shape)
+        else:
+            self._bg[out] = columns_to_frames(Lc, shape)
+        self._formed += hi - lo
+        self._clock.add("write", time.perf_counter() - t2)
