@@ -156,7 +156,7 @@ class OutputSinks:
     def write(self, window: Window) -> None:
         """Write the frames of a finished window, block by block."""
         offset = 0
-        for block in window.blocks():
+        for block in window.blocks(keep=False):  # passed on, not kept
             t = time.perf_counter()
             background, masks = block.background, block.masks
             foreground = block.foreground

@@ -89,9 +89,11 @@ class Window:
 
     Masks and uint8 background frames are formed :data:`OUTPUT_FRAMES` at a time, as
     :meth:`blocks` is iterated (or at once by :attr:`masks`), from the full-resolution
-    background kept as factors; they are kept. When the pipeline goes on to the next
-    window, what they were made from (the data matrix, the solver's buffers) is let go
-    (:meth:`release`): a window stays valid, holding only finished arrays.
+    background kept as factors. They are kept, unless a consumer streams them
+    (``blocks(keep=False)``: a writer that only passes them on). When the pipeline goes
+    on to the next window, what they were made from (the data matrix, the solver's
+    buffers) is let go (:meth:`release`): a window stays valid, holding only finished
+    arrays.
 
     Attributes
     ----------
@@ -148,34 +150,44 @@ class Window:
         self._source: tuple[Video, Background, np.ndarray | None, int] | None = (
             video, L, S, new_from
         )  # fmt: skip
-        k = n - new_from
-        self._masks = np.empty((k, *self.frame_shape[:2]), dtype=bool)
-        self._bg = np.empty((k, *self.frame_shape), dtype=np.uint8)
-        self._formed = 0
+        self._masks: np.ndarray | None = None
+        self._bg: np.ndarray | None = None
+        self._formed = 0  # frames whose outputs are kept
+        self._streamed: int | None = None  # foreground pixels, once streamed
 
     def __len__(self) -> int:
         return len(self.numbers)
 
-    def blocks(self, size: int = OUTPUT_FRAMES) -> Iterator[Block]:
-        """The window's frames with their background and masks, ``size`` at a time."""
+    def blocks(self, size: int = OUTPUT_FRAMES, *, keep: bool = True) -> Iterator[Block]:
+        """The window's frames with their background and masks, ``size`` at a time.
+
+        With ``keep=False`` (and nothing formed yet) the blocks are formed and handed out
+        without being kept, :data:`OUTPUT_FRAMES` at a time: :attr:`masks` and
+        :attr:`background_frames` are then unavailable, :attr:`foreground_pixels` is.
+        """
+        if not keep and self._formed == 0 and self._streamed is None:
+            yield from self._stream()
+            return
         k = len(self.numbers)
         for lo in range(0, k, size):
             hi = min(k, lo + size)
-            while self._formed < hi:
-                self._form_next()
+            self._form_until(hi)
+            assert self._masks is not None and self._bg is not None
             yield Block(self.numbers[lo:hi], self.frames[lo:hi], self._bg[lo:hi],
                         self._masks[lo:hi])  # fmt: skip
 
     @property
     def masks(self) -> np.ndarray:
         """(k, H, W) bool: foreground masks of the new frames."""
-        self._form_all()
+        self._form_until(len(self))
+        assert self._masks is not None
         return self._masks
 
     @property
     def background_frames(self) -> np.ndarray:
         """(k, H, W) or (k, H, W, 3) uint8: the background of the new frames."""
-        self._form_all()
+        self._form_until(len(self))
+        assert self._bg is not None
         return self._bg
 
     @property
@@ -186,27 +198,47 @@ class Window:
     @property
     def foreground_pixels(self) -> int:
         """Foreground pixels of the masks."""
+        if self._streamed is not None:
+            return self._streamed
         return int(np.count_nonzero(self.masks))
 
     def release(self, outputs: bool = True) -> None:
-        """Let go of what the outputs are made from; form them first with ``outputs``."""
-        if outputs:
-            self._form_all()
+        """Let go of what the outputs are made from; form them first with ``outputs``
+        (unless they were streamed)."""
+        if outputs and self._streamed is None:
+            self._form_until(len(self))
         self._source = None
         self.background = self.background.compact()
 
-    def _form_all(self) -> None:
-        while self._formed < len(self.numbers):
-            self._form_next()
+    def _stream(self) -> Iterator[Block]:
+        """Blocks formed and handed out, not kept (see :meth:`blocks`)."""
+        pixels = 0
+        for lo in range(0, len(self), OUTPUT_FRAMES):
+            hi = min(len(self), lo + OUTPUT_FRAMES)
+            masks, background = self._form(lo, hi)
+            pixels += int(np.count_nonzero(masks))
+            yield Block(self.numbers[lo:hi], self.frames[lo:hi], background, masks)
+        self._streamed = pixels
 
-    def _form_next(self) -> None:
-        """Masks and uint8 background of the next :data:`OUTPUT_FRAMES` frames."""
+    def _form_until(self, hi: int) -> None:
+        """Form and keep the outputs of the first ``hi`` frames."""
+        if self._streamed is not None:
+            raise RuntimeError("this window's outputs were streamed, not kept")
+        if self._masks is None or self._bg is None:
+            self._masks = np.empty((len(self), *self.frame_shape[:2]), dtype=bool)
+            self._bg = np.empty((len(self), *self.frame_shape), dtype=np.uint8)
+        while self._formed < hi:
+            lo = self._formed
+            end = min(len(self), lo + OUTPUT_FRAMES)
+            self._masks[lo:end], self._bg[lo:end] = self._form(lo, end)
+            self._formed = end
+
+    def _form(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Masks (k, H, W) and uint8 background frames of the new frames ``lo:hi``."""
         if self._source is None:
             raise RuntimeError("this window was released before its outputs were formed")
         video, L, S, new_from = self._source
-        st = self._settings
-        lo = new_from + self._formed
-        hi = min(video.n_frames, lo + OUTPUT_FRAMES)
+        lo, hi = new_from + lo, new_from + hi
         t = time.perf_counter()
         shape = video.frame_shape
         # frame by frame (contiguous) when the frames are kept and nothing else is needed
@@ -215,7 +247,7 @@ class Window:
             A, Lc = video.planes[lo:hi], L.frames(lo, hi, shape)
         else:
             A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
-        kwargs = st.mask_kwargs()
+        kwargs = self._settings.mask_kwargs()
         if self.threshold is not None:
             kwargs["threshold"] = self.threshold
         masks = foreground_masks(
@@ -228,12 +260,10 @@ class Window:
         ).masks
         t2 = time.perf_counter()
         self._clock.add("masks", t2 - t)
-        out = slice(self._formed, self._formed + hi - lo)
-        self._masks[out] = masks
         if by_frames:
             flat = Lc.reshape(len(Lc), -1)  # rounded and saturated, as columns_to_frames
-            self._bg[out] = cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(Lc.shape)
+            background = cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(Lc.shape)
         else:
-            self._bg[out] = columns_to_frames(Lc, shape)
-        self._formed += hi - lo
+            background = columns_to_frames(Lc, shape)
         self._clock.add("write", time.perf_counter() - t2)
+        return masks, background

@@ -44,3 +44,21 @@ def test_nothing_selected_is_an_input_error() -> None:
     settings = SeparateSettings(start=20).validate()
     with pytest.raises(InputError, match="no frames selected"):
         list(iter_windows(open_frames(frames, start=20), settings))
+
+
+def test_streamed_blocks_are_the_kept_ones_and_are_not_kept() -> None:
+    """A writer streams a window's outputs (blocks(keep=False)), as the old output stage
+    did: the same blocks, the window keeps none of them, and still counts its foreground."""
+    frames, _ = street_frames(n=70, seed=5)
+    settings = SeparateSettings(window=0).validate()
+    kept = next(iter_windows(open_frames(frames), settings))
+    masks, background = kept.masks.copy(), kept.background_frames.copy()
+    streamed = next(iter_windows(open_frames(frames), settings))
+    blocks = list(streamed.blocks(keep=False))
+    assert [len(b.masks) for b in blocks] == [32, 32, 6]
+    assert np.array_equal(np.concatenate([b.masks for b in blocks]), masks)
+    assert np.array_equal(np.concatenate([b.background for b in blocks]), background)
+    assert streamed.foreground_pixels == int(masks.sum()) == kept.foreground_pixels
+    with pytest.raises(RuntimeError, match="streamed"):
+        _ = streamed.masks
+    streamed.release()  # nothing to form: they were streamed
