@@ -1,8 +1,9 @@
 """YAML with line numbers: every mapping and list knows the line of each of its values, so
 that a batch config's problems can be reported as ``file:line``.
 
-Two YAML traps are closed: duplicate keys are collected (PyYAML silently keeps the last),
-and ``1e-1`` is a float (YAML 1.1, and so PyYAML, reads it as a string).
+Three YAML traps are closed: duplicate keys are collected (PyYAML silently keeps the
+last), ``1e-1`` is a float (YAML 1.1, and so PyYAML, reads it as a string), and ``10:20``
+is text (YAML 1.1 reads it as 620, a number in base 60).
 """
 
 from __future__ import annotations
@@ -105,6 +106,12 @@ LineLoader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"),
 )
+# YAML 1.2 integers: no base 60 (YAML 1.1 reads `learn: 10:20` as the integer 620).
+_INT = re.compile(r"^[-+]?(?:0b[0-1_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)$")
+LineLoader.yaml_implicit_resolvers = {
+    first: [(tag, _INT if tag == "tag:yaml.org,2002:int" else regexp) for tag, regexp in found]
+    for first, found in LineLoader.yaml_implicit_resolvers.items()
+}
 
 
 def load_yaml(path: str | os.PathLike) -> tuple[Any, list[tuple[int, str]]]:

@@ -209,6 +209,17 @@ def test_exponent_floats_load_as_numbers(tmp_path: Path, cams: Path) -> None:
     assert job.settings["threshold"] == 25.0
 
 
+def test_frame_spans_load_as_text(tmp_path: Path, cams: Path) -> None:
+    """YAML 1.1 reads 10:20 as 620 (base 60); a config reads it as the span it is."""
+    data, _ = load_yaml(write_config(tmp_path, "a: 10:20\nb: 0x1F\nc: 017\n", name="s.yaml"))
+    assert (data["a"], data["b"], data["c"]) == ("10:20", 31, 15)
+    config = write_config(
+        tmp_path, "defaults:\n  learn: 10:60\njobs:\n  - input: cams/south/c.mkv\n"
+    )
+    (job,) = load_config(config).jobs
+    assert job.settings["learn"] == "10:60"
+
+
 def test_bad_yaml_syntax_is_one_line_with_line_number(run_cli, tmp_path: Path) -> None:
     config = write_config(tmp_path, "defaults:\n  rank: 2\njobs:\n  - input: [a.mp4\n")
     res = run_cli("batch", config)

@@ -1,0 +1,47 @@
+"""The report: summary.json's layout is a contract (keys are only ever added)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import bpvideo
+from bpvideo.io.summary import Stopwatch
+
+#: The top-level keys of summary.json, in order (``learned`` and ``evaluation`` only when
+#: there are some; ``mask_numbers`` came with issue 14).
+KEYS = [
+    "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "width",
+    "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
+    "windows", "outputs", "partial", "frames_expected", "seconds",
+]  # fmt: skip
+
+
+def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
+    report = bpvideo.separate_file(tiny_clip, tmp_path / "o", rank=1, preview=True)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert list(summary) == KEYS and summary == report.to_dict()
+    assert list(summary["solver"]) == [
+        "method", "iterations", "converged", "residual", "change", "solve_scale",
+    ]  # fmt: skip
+    assert list(summary["masks"]) == ["rule", "threshold", "noise", "foreground_fraction"]
+    assert list(summary["windows"]) == ["window", "overlap", "count", "list"]
+    assert list(summary["windows"]["list"][0]) == [
+        "first_frame", "frames", "new_frames", "iterations", "converged", "residual",
+        "change", "threshold", "noise",
+    ]  # fmt: skip
+    assert list(summary["outputs"]) == [
+        "background_video", "foreground_video", "masks", "background_image", "summary",
+        "preview",
+    ]  # fmt: skip
+    assert summary["mask_numbers"] == [n + 1 for n in summary["frame_numbers"]]
+    assert list(summary["seconds"]) == ["read", "solve", "masks", "write", "total"]
+    assert report["frames"] == report.frames == 24 and "solver" in report.keys()
+
+
+def test_stopwatch_counts_stages() -> None:
+    clock = Stopwatch()
+    clock.add("solve", 1.5)
+    clock.add("solve", 0.25)
+    seconds = clock.total()
+    assert seconds["solve"] == 1.75 and seconds["read"] == 0.0 and seconds["total"] >= 0
