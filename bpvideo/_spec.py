@@ -1,5 +1,5 @@
 """What one option is (:class:`Spec`: type, bounds, help, flag) and checking a value
-against it; the parsers of the options written as text (``WxH``, ``START:END``).
+against it; the parsers of the options written as text (``WxH``, ``START:END``, times).
 
 The options themselves are declared in :mod:`bpvideo.settings`.
 """
@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from bpvideo.errors import InputError
 
-__all__ = ["Spec", "check_value", "format_span", "option", "parse_size", "parse_span"]
+__all__ = [
+    "TIME_FORMS",
+    "Spec",
+    "Time",
+    "check_value",
+    "format_span",
+    "option",
+    "parse_size",
+    "parse_span",
+    "parse_time",
+]
 
 
 @dataclass(frozen=True)
@@ -22,9 +33,12 @@ class Spec:
 
     Attributes
     ----------
-    kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window"}
+    kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window", "span", \
+"time"}
         Value type. "threshold" and "scale" are a float within the bounds or the string
-        "auto"; "window" is an integer within the bounds or the string "auto".
+        "auto"; "window" is an integer within the bounds or the string "auto"; "span" is
+        ``START:END`` (:func:`parse_span`); "time" a frame number or a time
+        (:func:`parse_time`).
     help : str
         One-line help text (also the CLI help).
     low, high : float or None
@@ -118,6 +132,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         raise _bad(name, value, "must be true or false")
     if kind == "span":
         return format_span(parse_span(value, name))
+    if kind == "time":
+        return _check_time(name, spec, value)
     if kind in ("threshold", "scale", "window") and isinstance(value, str):
         if value.strip().lower() == "auto":
             return "auto"
@@ -212,3 +228,95 @@ def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
 def format_span(span: tuple[int, int | None]) -> str:
     """``"START:END"`` (see :func:`parse_span`)."""
     return f"{span[0]}:{'' if span[1] is None else span[1]}"
+
+
+#: The forms of a time option, for help and messages.
+TIME_FORMS = "a frame number (1500), seconds (90s, 2.5s) or HH:MM:SS[.ms] (00:01:30)"
+_TIMECODE = re.compile(r"^([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)$")
+_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)s$")
+
+
+@dataclass(frozen=True)
+class Time:
+    """A point or a length in a video: a number of frames, or seconds.
+
+    Attributes
+    ----------
+    frames : int or None
+        Frames (a plain integer was given).
+    seconds : float or None
+        Seconds (``90s`` or ``HH:MM:SS[.ms]`` was given).
+    """
+
+    frames: int | None = None
+    seconds: float | None = None
+
+    def to_frames(self, fps: float) -> int:
+        """The frame count (or 0-based frame index) at ``fps`` frames per second: the
+        nearest frame to a time (halves round up)."""
+        if self.frames is not None:
+            return self.frames
+        assert self.seconds is not None
+        return math.floor(self.seconds * fps + 0.5)
+
+
+def parse_time(value: Any, name: str = "start") -> Time:
+    """A frame number or a time, as PySceneDetect and DVR-Scan take them.
+
+    Parameters
+    ----------
+    value : int or str
+        A plain integer is frames (``1500``, ``"1500"``); ``"90s"`` or ``"2.5s"`` is
+        seconds; ``"HH:MM:SS"`` or ``"HH:MM:SS.mmm"`` is a timecode.
+    name : str
+        The option, for messages.
+
+    Returns
+    -------
+    Time
+
+    Raises
+    ------
+    InputError
+        Any other form (a float, ``"1:30"``, ``"90 sec"``), with the forms accepted.
+
+    Examples
+    --------
+    >>> parse_time(1500), parse_time("90s"), parse_time("00:01:30.5")
+    (Time(frames=1500, seconds=None), Time(frames=None, seconds=90.0), \
+Time(frames=None, seconds=90.5))
+    >>> parse_time("00:01:30").to_frames(25), parse_time("2.5s").to_frames(29.97)
+    (2250, 75)
+    """
+    if isinstance(value, bool):
+        raise _bad(name, value, f"must be {TIME_FORMS}")
+    if isinstance(value, int):
+        return Time(frames=value)
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if re.fullmatch("[0-9]+", text):
+        return Time(frames=int(text))
+    seconds = _SECONDS.match(text)
+    if seconds:
+        return Time(seconds=float(seconds.group(1)))
+    code = _TIMECODE.match(text)
+    if code:
+        hours, minutes, secs = code.groups()
+        return Time(seconds=int(hours) * 3600 + int(minutes) * 60 + float(secs))
+    hint = ""
+    if isinstance(value, float) or re.fullmatch(r"[0-9]*\.[0-9]+", text):
+        hint = f" (seconds take an s: {value}s)"
+    elif re.fullmatch(r"[0-9]+:[0-5][0-9](\.[0-9]+)?", text):
+        hint = f" (minutes and seconds: 00:{text.zfill(5)})"
+    raise _bad(name, value, f"must be {TIME_FORMS}{hint}")
+
+
+def _check_time(name: str, spec: Spec, value: Any) -> int | str:
+    """A time option: the frame number as an int, or the time as given (checked)."""
+    time = parse_time(value, name)
+    amount = time.frames if time.frames is not None else time.seconds
+    assert amount is not None
+    if spec.low is not None and (amount <= spec.low if spec.low_open else amount < spec.low):
+        raise _bad(name, value, f"must be {_bounds_text(spec)}")
+    if not math.isfinite(amount):  # pragma: no cover - the patterns admit no inf
+        raise _bad(name, value, "must be finite")
+    return time.frames if time.frames is not None else str(value).strip().lower()

@@ -83,8 +83,9 @@ def _settings(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
 
 
 def _open_frames(frames: Any, settings: SeparateSettings) -> FrameSource:
-    return open_frames(frames, start=settings.start, count=settings.frames, step=settings.step,
-                       scale=settings.scale, fps=settings.fps)  # fmt: skip
+    selection = settings.selection()
+    selection["count"] = selection.pop("frames")
+    return open_frames(frames, **selection, scale=settings.scale, fps=settings.fps)
 
 
 def iter_separate(
@@ -245,9 +246,7 @@ def separate_file(
 def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -> FrameSource:
     return open_source(
         input,
-        start=settings.start,
-        frames=settings.frames,
-        step=settings.step,
+        **settings.selection(),
         scale=settings.scale,
         fps=settings.fps,
         size=parse_size(settings.size) if settings.size else None,
@@ -409,8 +408,7 @@ class BackgroundModel:
             ``self``.
         """
         if isinstance(frames, (str, os.PathLike)):
-            source = open_source(frames, start=self.settings.start, frames=self.settings.frames,
-                                 step=self.settings.step, scale=self.settings.scale)  # fmt: skip
+            source = open_source(frames, **self.settings.selection(), scale=self.settings.scale)
         else:
             source = _open_frames(frames, self.settings)
         try:

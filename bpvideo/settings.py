@@ -16,30 +16,39 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bpvideo._spec import (
+    TIME_FORMS,
     Spec,
+    Time,
     check_value,
     format_span,
     option,
     parse_size,
     parse_span,
+    parse_time,
 )
 from bpvideo.errors import InputError
 
 __all__ = [
     "MASK_RULES",
     "METHODS",
+    "OPTION_GROUPS",
+    "TIME_FORMS",
+    "X264_PRESETS",
     "SeparateSettings",
     "Spec",
+    "Time",
     "check_value",
     "cli_flags",
     "default",
     "flag_of",
     "format_span",
     "option",
+    "option_group",
     "option_name",
     "option_specs",
     "parse_size",
     "parse_span",
+    "parse_time",
 ]
 
 METHODS = ("bestpair", "ncf", "ialm", "godec", "rpca_gd")
@@ -48,6 +57,9 @@ INIT_METHODS = ("bestpair", "ncf")
 MASK_RULES = ("residual", "support")
 INITS = ("robust", "zeros", "median")
 PIX_FMTS = ("gray", "bgr24")
+#: x264's presets, fastest first.
+X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow",
+                "slower", "veryslow", "placebo")  # fmt: skip
 
 
 @dataclass
@@ -59,9 +71,35 @@ class SeparateSettings:
     """
 
     # --- input ---------------------------------------------------------------------------
-    start: int = option(0, "int", "First frame to read (0-based).", low=0)
+    start: int | str = option(
+        0,
+        "time",
+        "First frame to read: a frame number (0-based), seconds (90s) or HH:MM:SS[.ms].",
+        low=0,
+        metavar="N|TIME",
+    )
     frames: int | None = option(
         None, "int", "Number of frames to read (default: all).", low=1, optional=True, metavar="N"
+    )
+    end: int | str | None = option(
+        None,
+        "time",
+        "Stop before this frame or time (excluded): a frame number (0-based), seconds or "
+        "HH:MM:SS[.ms]; instead of --frames.",
+        low=0,
+        low_open=True,
+        optional=True,
+        metavar="N|TIME",
+    )
+    duration: int | str | None = option(
+        None,
+        "time",
+        "Read this much of the input from --start: frames, seconds (10s) or HH:MM:SS[.ms]; "
+        "instead of --frames.",
+        low=0,
+        low_open=True,
+        optional=True,
+        metavar="N|TIME",
     )
     step: int = option(
         1, "int", "Read every K-th frame (temporal subsampling).", low=1, metavar="K"
@@ -232,6 +270,26 @@ class SeparateSettings:
     )
     # --- outputs -------------------------------------------------------------------------
     lossless: bool = option(False, "bool", "Write FFV1 .mkv videos instead of H.264 .mp4.")
+    crf: int = option(
+        18,
+        "int",
+        "H.264 quality: constant rate factor, 0 (lossless) to 51 (worst); 18 looks "
+        "transparent, +6 halves the size.",
+        low=0,
+        high=51,
+    )
+    preset: str = option(
+        "veryfast",
+        "str",
+        "x264 preset: speed against size at the same quality (see docs/performance.md).",
+        choices=X264_PRESETS,
+    )
+    no_video: bool = option(
+        False,
+        "bool",
+        "Write no videos (masks, background.png and summary.json only): starts no encoder, "
+        "so folders of frames need no ffmpeg.",
+    )
     preview: bool = option(
         False,
         "bool",
@@ -277,9 +335,52 @@ class SeparateSettings:
             )
         if self.size is not None:
             parse_size(self.size)
+        self._check_selection()
+        self._check_encoder()
         if self.learn is not None or self.learn_from is not None:
             self._check_learned()
         return self
+
+    def _check_selection(self) -> None:
+        """One way to say where reading stops; an ``end`` after ``start`` (same units)."""
+        stops = [name for name in ("frames", "end", "duration") if getattr(self, name) is not None]
+        if len(stops) > 1:
+            raise InputError(
+                f"{{{stops[0]}}} and {{{stops[1]}}} both say where to stop reading: give one",
+                option=(stops[1], getattr(self, stops[1])),
+            )
+        if self.end is not None:
+            start, end = parse_time(self.start, "start"), parse_time(self.end, "end")
+            same = (start.frames is None) == (end.frames is None)
+            if same and end.to_frames(1.0) <= start.to_frames(1.0):  # frames, or seconds
+                raise InputError(
+                    f"{{end=}} must come after {{start}} ({self.start}): give a later {{end}}",
+                    option=("end", self.end),
+                )
+
+    def _check_encoder(self) -> None:
+        """``crf`` and ``preset`` set the H.264 encoder: refused when no H.264 is written."""
+        for name in ("lossless", "no_video"):
+            if not getattr(self, name):
+                continue
+            if name == "lossless" and self.no_video:
+                raise InputError(
+                    "{lossless} and {no_video} cannot be combined: {no_video} writes no video",
+                    option=("lossless", True),
+                )
+            for setting in ("crf", "preset"):
+                if getattr(self, setting) != _DEFAULTS[setting]:
+                    raise InputError(
+                        f"{{{setting}=}} sets the H.264 encoder, but {{{name}}} writes "
+                        f"{'FFV1' if name == 'lossless' else 'no video'}: drop one",
+                        option=(setting, getattr(self, setting)),
+                    )
+
+    def selection(self) -> dict[str, Any]:
+        """``start``, ``frames``, ``end``, ``duration``, ``step``: which frames to read, as
+        :func:`~bpvideo.io.sources.open_source` takes them."""
+        return {name: getattr(self, name) for name in ("start", "frames", "end", "duration",
+                                                       "step")}  # fmt: skip
 
     def _check_learned(self) -> None:
         """Options that a learned background (``learn``, ``learn_from``) cannot honour."""
@@ -363,6 +464,28 @@ class SeparateSettings:
 def option_specs() -> list[tuple[str, Any, Spec]]:
     """``(name, default, spec)`` of every field of :class:`SeparateSettings`, in order."""
     return [(f.name, f.default, f.metadata["spec"]) for f in fields(SeparateSettings)]
+
+
+#: The sections of ``bpvideo separate --help``: every option is in one, in this order.
+OPTION_GROUPS: dict[str, tuple[str, ...]] = {
+    "Input": ("start", "frames", "end", "duration", "step", "scale", "gray", "fps", "size",
+              "pix_fmt", "allow_partial"),
+    "Solver": ("method", "rank", "sparsity", "max_iter", "tol", "solve_scale", "window",
+               "overlap", "gamma", "a", "b", "init", "sweeps", "mask", "observe", "seed",
+               "learn", "learn_from"),
+    "Masks": ("mask_rule", "threshold", "threshold_k", "open_radius", "close_radius",
+              "min_area"),
+    "Output": ("overwrite", "lossless", "crf", "preset", "no_video", "preview", "masks_to",
+               "groundtruth"),
+}  # fmt: skip
+
+
+def option_group(name: str) -> str:
+    """The section of ``--help`` that shows option ``name`` (:data:`OPTION_GROUPS`)."""
+    for group, names in OPTION_GROUPS.items():
+        if name in names:
+            return group
+    raise KeyError(f"{name} is in no OPTION_GROUPS section: add it to one")
 
 
 def default(name: str) -> Any:

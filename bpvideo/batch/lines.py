@@ -3,7 +3,7 @@ that a batch config's problems can be reported as ``file:line``.
 
 Three YAML traps are closed: duplicate keys are collected (PyYAML silently keeps the
 last), ``1e-1`` is a float (YAML 1.1, and so PyYAML, reads it as a string), and ``10:20``
-is text (YAML 1.1 reads it as 620, a number in base 60).
+and ``00:01:30.5`` are text (YAML 1.1 reads them as 620 and 90.5, numbers in base 60).
 """
 
 from __future__ import annotations
@@ -106,10 +106,25 @@ LineLoader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"),
 )
-# YAML 1.2 integers: no base 60 (YAML 1.1 reads `learn: 10:20` as the integer 620).
+# YAML 1.2 integers and floats: no base 60 (YAML 1.1 reads `learn: 10:20` as the integer
+# 620 and `start: 00:01:30.5` as the float 90.5).
 _INT = re.compile(r"^[-+]?(?:0b[0-1_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
+def _yaml_12(tag: str, regexp: re.Pattern) -> re.Pattern:
+    if tag == "tag:yaml.org,2002:int":
+        return _INT
+    if tag == "tag:yaml.org,2002:float" and "::[0-5]" in regexp.pattern:  # the base-60 one
+        return _FLOAT
+    return regexp
+
+
 LineLoader.yaml_implicit_resolvers = {
-    first: [(tag, _INT if tag == "tag:yaml.org,2002:int" else regexp) for tag, regexp in found]
+    first: [(tag, _yaml_12(tag, regexp)) for tag, regexp in found]
     for first, found in LineLoader.yaml_implicit_resolvers.items()
 }
 

@@ -37,10 +37,26 @@ def enlarge_pipe(pipe: Any) -> None:
 
 
 def executable() -> str:
-    """Path of the ffmpeg binary (imageio-ffmpeg's, or ``IMAGEIO_FFMPEG_EXE``)."""
-    import imageio_ffmpeg
+    """Path of the ffmpeg binary (imageio-ffmpeg's, or ``IMAGEIO_FFMPEG_EXE``).
 
-    return imageio_ffmpeg.get_ffmpeg_exe()
+    Raises
+    ------
+    InputError
+        Neither is there: what to install, and ``no_video`` for masks without ffmpeg.
+    """
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError) as exc:
+        from bpvideo.errors import InputError, literal
+
+        raise InputError(
+            f"ffmpeg is not available ({literal(exc)}): pip install imageio-ffmpeg, or set "
+            "IMAGEIO_FFMPEG_EXE to an ffmpeg binary; {no_video} writes the masks of a "
+            "folder of frames without it",
+            option=("no_video", False),
+        ) from None
 
 
 def no_sigint() -> dict[str, Any]:

@@ -18,6 +18,7 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.io.stream import (
     FrameSource,
+    resolve_selection,
     scaled_frames,
     scaled_size,
     select_frames,
@@ -75,12 +76,14 @@ def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
 def open_frames(
     frames: Any,
     *,
-    start: int = 0,
+    start: int | str = 0,
     count: int | None = None,
     step: int = 1,
     scale: float = 1.0,
     fps: float | None = None,
     name: str = "frames",
+    end: int | str | None = None,
+    duration: int | str | None = None,
 ) -> FrameSource:
     """A :class:`~bpvideo.io.sources.FrameSource` of frames in memory.
 
@@ -90,6 +93,9 @@ def open_frames(
         The frames (see the module docstring). An iterable is read as it is consumed.
     start, count, step : int
         Selection, as ``--start``, ``--frames`` and ``--step``.
+    end, duration : int or str, optional
+        Where to stop instead of ``count``, as ``--end`` and ``--duration``; times are
+        converted with ``fps``.
     scale : float
         Resize factor.
     fps : float, optional
@@ -131,10 +137,12 @@ def open_frames(
     first = as_bgr(given, 0)
     h, w = first.shape[:2]
     rate = float(fps) if fps is not None else DEFAULT_ARRAY_FPS
+    start, count = resolve_selection(start, count, end, duration, step, rate)
     count_selected = selected_count(total, start, count, step)
     source = FrameSource(name, w, h, rate, count_selected, (w, h), iter(()),
                          channels=3 if np.ndim(given) == 3 and np.shape(given)[2] == 3 else 1,
                          total_frames=total)  # fmt: skip
+    source.start = start
     numbered = _numbered(first, iterator, (h, w))
     source.width, source.height = scaled_size(w, h, scale)
     source.frames = scaled_frames(source, select_frames(numbered, start, count, step), scale, False,

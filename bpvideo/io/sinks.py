@@ -33,13 +33,15 @@ STILL_FRAMES = 64
 def output_names(settings: SeparateSettings) -> dict[str, str]:
     """``summary.json``'s ``outputs``: the files of a result, by role."""
     ext = "mkv" if settings.lossless else "mp4"
-    names = {
+    names = {} if settings.no_video else {
         "background_video": f"background.{ext}",
         "foreground_video": f"foreground.{ext}",
+    }  # fmt: skip
+    names.update({
         "masks": "masks/bin%06d.png",
         "background_image": "background.png",
         "summary": SUMMARY,
-    }
+    })  # fmt: skip
     if settings.preview:
         names["preview"] = "preview.png"
     if settings.groundtruth is not None:
@@ -119,7 +121,7 @@ class OutputSinks:
     source : FrameSource
         The frames (rate, count, how masks are numbered).
     settings : SeparateSettings
-        ``lossless``, ``gray``, ``preview``, ``masks_to``.
+        ``lossless``, ``crf``, ``preset``, ``no_video``, ``gray``, ``preview``, ``masks_to``.
     clock : Stopwatch
         Counts the seconds of writing.
     """
@@ -136,11 +138,13 @@ class OutputSinks:
         self.source = source
         self.gray = settings.gray
         self.clock = clock
-        lossless = settings.lossless
-        self.bg_stream = VideoStream(outdir.stage(names["background_video"]), source.fps,
-                                     lossless=lossless)  # fmt: skip
-        self.fg_stream = VideoStream(outdir.stage(names["foreground_video"]), source.fps,
-                                     lossless=lossless)  # fmt: skip
+        encoder = {"lossless": settings.lossless, "crf": settings.crf, "preset": settings.preset}
+        #: The two video encoders (none with ``no_video``): background, foreground.
+        self.streams = [
+            VideoStream(outdir.stage(names[role]), source.fps, **encoder)
+            for role in ("background_video", "foreground_video")
+            if role in names
+        ]
         self.raw = RawMaskSink(settings.masks_to) if settings.masks_to else None
         self.mask_files = MaskWriter(outdir.stage("masks"))
         self.still = Still()
@@ -150,8 +154,9 @@ class OutputSinks:
     def open(self) -> None:
         """Start both encoders now (ffmpeg loads while the frames are read and solved)."""
         size = (self.source.height, self.source.width)
-        self.bg_stream.open(size if self.gray else (*size, 3))
-        self.fg_stream.open((*size, 3))
+        for stream, shape in zip(self.streams, (size if self.gray else (*size, 3), (*size, 3)),
+                                 strict=False):  # fmt: skip
+            stream.open(shape)
 
     def write(self, window: Window) -> None:
         """Write the frames of a finished window, block by block."""
@@ -159,9 +164,9 @@ class OutputSinks:
         for block in window.blocks(keep=False):  # passed on, not kept
             t = time.perf_counter()
             background, masks = block.background, block.masks
-            foreground = block.foreground
-            self.bg_stream.write(background)
-            self.fg_stream.write(foreground)
+            foreground = block.foreground if self.streams or self.shown is not None else None
+            for stream, frames in zip(self.streams, (background, foreground), strict=False):
+                stream.write(frames)
             if self.shown is not None:
                 self.shown.add(self.written, block.frames, background, foreground, masks,
                                len(window) - offset)  # fmt: skip
@@ -175,8 +180,8 @@ class OutputSinks:
 
     def close(self) -> None:
         """Finish the videos, the raw masks, ``background.png`` and the preview."""
-        self.bg_stream.close()
-        self.fg_stream.close()
+        for stream in self.streams:
+            stream.close()
         self.mask_files.close()
         if self.raw is not None:
             self.raw.close()
@@ -187,6 +192,6 @@ class OutputSinks:
 
     def abort(self) -> None:
         """Stop the encoders and the mask writer (after a failure or an interruption)."""
-        self.bg_stream.abort()
-        self.fg_stream.abort()
+        for stream in self.streams:
+            stream.abort()
         self.mask_files.abort()

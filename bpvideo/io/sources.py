@@ -41,6 +41,7 @@ from bpvideo.io.stream import (
     FrameSource,
     TruncatedVideoError,
     resize_frame,
+    resolve_selection,
     scaled_frames,
     scaled_size,
     select_frames,
@@ -168,6 +169,8 @@ def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
 def _ffmpeg_reader(path: Path, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
     try:
         return _ffmpeg.decode(str(path), pix_fmt)
+    except InputError:
+        raise  # no ffmpeg: says what to install
     except (OSError, RuntimeError, KeyError, ValueError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
@@ -328,8 +331,10 @@ def iter_frames(
 def open_source(
     path: str | os.PathLike,
     *,
-    start: int = 0,
+    start: int | str = 0,
     frames: int | None = None,
+    end: int | str | None = None,
+    duration: int | str | None = None,
     step: int = 1,
     scale: float = 1.0,
     fps: float | None = None,
@@ -351,6 +356,11 @@ def open_source(
         :func:`~bpvideo.io.pipes.open_pipe`).
     start, frames, step : int
         Frame selection: frames ``start, start + step, ...``, at most ``frames`` of them.
+        ``start`` may be a time (``"90s"``, ``"00:01:30"``).
+    end, duration : int or str, optional
+        Where to stop instead of ``frames`` (see
+        :func:`~bpvideo.io.stream.resolve_selection`). Times are converted with the
+        input's frame rate; inputs without one (folders, raw stdin) use ``fps``, else 25.
     scale : float
         Resize factor.
     fps : float, optional
@@ -377,6 +387,8 @@ def open_source(
     if str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
+        native = fps if fps is not None else (rate if size is not None else rate * step)
+        start, frames = resolve_selection(start, frames, end, duration, step, native)
         source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
         selected = select_frames(raw, start, frames, step)
     else:
@@ -388,6 +400,13 @@ def open_source(
         else:
             info = probe(path)  # a folder, or an input refused with a clear message
         w, h = info.width, info.height
+        native = info.fps if info.kind == "video" or fps is None else fps
+        try:
+            start, frames = resolve_selection(start, frames, end, duration, step, native)
+        except InputError:
+            if decoder is not None:
+                decoder[0].close()
+            raise
         rate = fps if fps is not None else info.fps / step
         count = selected_count(info.frame_count, start, frames, step)
         source = FrameSource(str(path), w, h, float(rate), count, (w, h), iter(()),
@@ -397,6 +416,7 @@ def open_source(
         )
         if decoder is not None:  # closed by close() even when no frame is read
             source._decoder = decoder[0]
+    source.start = start
     source.width, source.height = scaled_size(w, h, scale)
     source.frames = scaled_frames(source, selected, scale, allow_partial, (start, frames, step))
     return source

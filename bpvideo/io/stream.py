@@ -15,12 +15,14 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bpvideo._spec import parse_time
 from bpvideo.errors import InputError, WorkError
 
 __all__ = [
     "FrameSource",
     "TruncatedVideoError",
     "resize_frame",
+    "resolve_selection",
     "scaled_frames",
     "scaled_size",
     "select_frames",
@@ -90,6 +92,8 @@ class FrameSource:
         ``allow_partial`` kept the frames decoded before the damage.
     frames_expected : int or None
         With ``partial``: the frames the container announced.
+    start : int
+        Index of the first frame selected (``start`` as a frame, times converted).
     """
 
     name: str
@@ -104,6 +108,7 @@ class FrameSource:
     total_frames: int | None = None
     partial: bool = False
     frames_expected: int | None = None
+    start: int = 0
     _decoder: Any = None
 
     def mask_number(self, frame_number: int) -> int:
@@ -115,12 +120,13 @@ class FrameSource:
         """
         return frame_number if self.numbering == "name" else frame_number + 1
 
-    def nothing_selected(self, start: int, step: int) -> InputError:
+    def nothing_selected(self, start: int | str, step: int) -> InputError:
         """The error of a selection that holds no frame."""
         total = self.total_frames
         total = "" if total is None else f"the source has {total} frame(s), "
+        at = "" if isinstance(start, int) else f" (frame {self.start})"
         return InputError(
-            f"{self.name}: no frames selected ({total}{{start=}}, {{step={step}}}): lower "
+            f"{self.name}: no frames selected ({total}{{start=}}{at}, {{step={step}}}): lower "
             "{start} or check the input",
             option=("start", start),
         )
@@ -137,6 +143,69 @@ def scaled_size(w: int, h: int, scale: float) -> tuple[int, int]:
     if scale == 1.0:
         return w, h
     return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+def resolve_selection(
+    start: int | str,
+    frames: int | None,
+    end: int | str | None,
+    duration: int | str | None,
+    step: int,
+    fps: float,
+) -> tuple[int, int | None]:
+    """The first frame and the number of frames selected, times converted at ``fps``.
+
+    Parameters
+    ----------
+    start : int or str
+        First frame, or a time (see :func:`~bpvideo._spec.parse_time`).
+    frames : int or None
+        Frames to select (after ``step``), or None.
+    end, duration : int, str or None
+        Where to stop instead of ``frames``: before this frame or time, or after this
+        many frames or this long from ``start``.
+    step : int
+        Every ``step``-th frame is selected.
+    fps : float
+        The input's own frame rate (before ``step``), which times are converted with.
+
+    Returns
+    -------
+    (int, int or None)
+        ``start`` as a frame index, and the frames to select (None: to the end).
+
+    Raises
+    ------
+    InputError
+        An ``end`` not after ``start``, or a ``duration`` shorter than one frame.
+
+    Examples
+    --------
+    >>> resolve_selection("00:01:30", None, None, "10s", 2, 25.0)
+    (2250, 125)
+    >>> resolve_selection(100, None, 1500, None, 1, 30.0)
+    (100, 1400)
+    """
+    first = parse_time(start, "start").to_frames(fps)
+    if end is not None:
+        last = parse_time(end, "end").to_frames(fps)
+        if last <= first:
+            raise InputError(
+                f"{{end=}} is frame {last} at {fps:g} frames/s, not after {{start}} (frame "
+                f"{first}): give a later {{end}}",
+                option=("end", end),
+            )
+        frames = -(-(last - first) // step)
+    elif duration is not None:
+        length = parse_time(duration, "duration").to_frames(fps)
+        if length < 1:
+            raise InputError(
+                f"{{duration=}} is less than one frame at {fps:g} frames/s: give a longer "
+                "{duration}",
+                option=("duration", duration),
+            )
+        frames = -(-length // step)
+    return first, frames
 
 
 def select_frames(

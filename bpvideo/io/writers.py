@@ -27,6 +27,7 @@ import numpy as np
 from bpvideo.errors import InputError, WorkError, literal
 from bpvideo.io import _ffmpeg
 from bpvideo.io.outputs import signals_deferred
+from bpvideo.settings import default
 
 __all__ = [
     "MaskWriter",
@@ -221,6 +222,10 @@ class VideoStream:
         Frame rate.
     lossless : bool, default False
         FFV1 instead of H.264.
+    crf : int, default 18
+        H.264 constant rate factor (``--crf``), 0 to 51.
+    preset : str, default "veryfast"
+        x264 preset (``--preset``).
 
     Notes
     -----
@@ -230,10 +235,20 @@ class VideoStream:
     (they are written later, from the queue).
     """
 
-    def __init__(self, path: Path, fps: float, *, lossless: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fps: float,
+        *,
+        lossless: bool = False,
+        crf: int = default("crf"),
+        preset: str = default("preset"),
+    ) -> None:
         self.path = Path(path)
         self.fps = float(fps)
         self.lossless = lossless
+        self.crf = int(crf)
+        self.preset = preset
         self.frames_written = 0
         self._proc: subprocess.Popen | None = None
         self._worker: _Worker | None = None
@@ -250,7 +265,7 @@ class VideoStream:
             codec, pix_out, params = "ffv1", ("bgr0" if colour else "gray"), ["-level", "3"]
         else:
             codec, pix_out = "libx264", "yuv420p"
-            params = ["-crf", "18", "-preset", "veryfast", "-movflags", "+faststart"]
+            params = ["-crf", str(self.crf), "-preset", self.preset, "-movflags", "+faststart"]
         self._pad = (pad_h, pad_w)
         self._colour = colour
         self._shape = frame.shape

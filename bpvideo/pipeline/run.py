@@ -210,7 +210,7 @@ def _window_video(
             settings.mask,
             video,
             native_size=source.native_size,
-            start=settings.start + settings.step * (state.done - new_from),
+            start=source.start + settings.step * (state.done - new_from),
             step=settings.step,
             scale=settings.scale,
         )
