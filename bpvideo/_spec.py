@@ -293,8 +293,8 @@ Time(frames=None, seconds=90.5))
     if isinstance(value, int):
         return Time(frames=value)
     text = value.strip().lower() if isinstance(value, str) else ""
-    if re.fullmatch("[0-9]+", text):
-        return Time(frames=int(text))
+    if re.fullmatch("[-+]?[0-9]+", text):
+        return Time(frames=int(text))  # a negative one is refused by the bounds
     seconds = _SECONDS.match(text)
     if seconds:
         return Time(seconds=float(seconds.group(1)))
@@ -316,7 +316,8 @@ def _check_time(name: str, spec: Spec, value: Any) -> int | str:
     amount = time.frames if time.frames is not None else time.seconds
     assert amount is not None
     if spec.low is not None and (amount <= spec.low if spec.low_open else amount < spec.low):
-        raise _bad(name, value, f"must be {_bounds_text(spec)}")
+        raise _bad(name, time.frames if time.frames is not None else value,
+                   f"must be {_bounds_text(spec)}")  # fmt: skip
     if not math.isfinite(amount):  # pragma: no cover - the patterns admit no inf
         raise _bad(name, value, "must be finite")
     return time.frames if time.frames is not None else str(value).strip().lower()

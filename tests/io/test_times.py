@@ -42,7 +42,7 @@ def test_parse_time_forms(text: object, expected: Time) -> None:
         (1.5, "1.5s"),
         ("90 sec", "HH:MM:SS"),
         ("00:61:00", "HH:MM:SS"),
-        ("-3", "HH:MM:SS"),
+        ("-3s", "HH:MM:SS"),
         ("²", "HH:MM:SS"),  # a Unicode digit is not a frame number
         (True, "HH:MM:SS"),
     ],
@@ -77,6 +77,8 @@ def test_settings_take_one_stop_and_an_end_after_the_start() -> None:
         SeparateSettings.from_mapping({"start": "10s", "end": "00:00:05"})
     with pytest.raises(InputError, match="duration=0 must be > 0"):
         SeparateSettings.from_mapping({"duration": 0})
+    with pytest.raises(InputError, match=r"^start=-1 must be >= 0$"):
+        SeparateSettings.from_mapping({"start": "-1"})
     settings = SeparateSettings.from_mapping({"start": "90", "end": "00:02:00"})
     assert (settings.start, settings.end) == (90, "00:02:00")  # frames as int, times as text
 
