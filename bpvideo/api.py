@@ -29,8 +29,10 @@ from bpvideo.io.paths import default_output
 from bpvideo.io.sinks import OutputSinks, Still, output_names
 from bpvideo.io.sources import FrameSource, open_source
 from bpvideo.io.summary import Report, ReportBuilder, Stopwatch
+from bpvideo.io.writers import RawMaskSink
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_windows, learn
 from bpvideo.pipeline.run import Window, iter_windows, plan_run
+from bpvideo.progress import ProgressCallback, Tracker, track
 from bpvideo.settings import SeparateSettings, default, parse_size, parse_span
 from bpvideo.solvers._common import Callback
 
@@ -125,7 +127,14 @@ def iter_separate(
         yield from iter_windows(source, settings, callback=callback)
 
 
-def separate(frames: Any, /, *, callback: Callback | None = None, **options: Any) -> Separation:
+def separate(
+    frames: Any,
+    /,
+    *,
+    callback: Callback | None = None,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> Separation:
     """Separate the background and foreground of frames in memory.
 
     Parameters
@@ -135,6 +144,9 @@ def separate(frames: Any, /, *, callback: Callback | None = None, **options: Any
         iterable (a generator of decoded frames, say) is read window by window.
     callback : callable, optional
         Called with each solver :class:`~bpvideo.solvers.Iterate`.
+    progress : callable, optional
+        Called with a :class:`~bpvideo.progress.Progress` as frames are read, solved and
+        finished.
     **options
         Options of ``bpvideo separate``, same names and defaults
         (:class:`~bpvideo.settings.SeparateSettings`); ``frames=N`` is the option (how
@@ -156,14 +168,19 @@ def separate(frames: Any, /, *, callback: Callback | None = None, **options: Any
     builder = ReportBuilder(source, settings)
     still = Still()
     parts: dict[str, list[np.ndarray]] = {"background": [], "foreground": [], "masks": []}
+    plan = plan_run(source, settings)
+    tracker = track(progress, source, plan)
     with threadpool_limits(limits=1, user_api="blas"):
-        for window in iter_windows(source, settings, callback=callback, clock=clock):
+        for window in iter_windows(source, settings, callback=tracker.solver_callback(callback),
+                                   clock=clock, plan=plan, progress=tracker):  # fmt: skip
             parts["background"].append(window.background_frames)
             parts["masks"].append(window.masks)
             foreground = window.foreground
             parts["foreground"].append(foreground[..., 0] if source.channels == 1 else foreground)
             still.add(window.background_frames)
             builder.add(window)
+            tracker.finished(len(window))
+            tracker.window_done()
             del window
     return Separation(
         **{name: np.concatenate(arrays) for name, arrays in parts.items()},
@@ -178,6 +195,7 @@ def separate_file(
     /,
     *,
     callback: Callback | None = None,
+    progress: ProgressCallback | None = None,
     stdin: BinaryIO | None = None,
     **options: Any,
 ) -> Report:
@@ -195,6 +213,9 @@ def separate_file(
         Output directory (default: ``<input name>-bpvideo``).
     callback : callable, optional
         Called with each solver :class:`~bpvideo.solvers.Iterate`.
+    progress : callable, optional
+        Called with a :class:`~bpvideo.progress.Progress` as frames are read, solved and
+        written (``bpvideo separate`` draws it as a bar).
     stdin : binary file, optional
         Stream read for ``"-"`` instead of ``sys.stdin.buffer``.
     **options
@@ -219,6 +240,7 @@ def separate_file(
     input = os.fspath(input)
     out_path = os.fspath(output) if output is not None else None
     out_path = out_path or ("stdin-bpvideo" if input == "-" else default_output(input))
+    RawMaskSink.check(settings.masks_to)
     outdir = OutputDir(out_path, overwrite=settings.overwrite)
     outdir.check()
     source = _open_file(input, settings, stdin)
@@ -226,6 +248,9 @@ def separate_file(
         if settings.groundtruth is not None:  # checked before the work, used after it
             check_groundtruth(settings.groundtruth, source.width, source.height)
         plan = plan_run(source, settings)
+        tracker = track(progress, source, plan if settings.learn is None and
+                           settings.learn_from is None else None)  # fmt: skip
+        callback = tracker.solver_callback(callback)
         # One BLAS thread throughout: the products outside the solver are thin (r + 2
         # columns), and idle OpenBLAS threads spin for a while after each call, taking a
         # core from the ffmpeg encoders (measured: 1.1 s of CPU on a 300-frame clip).
@@ -233,10 +258,10 @@ def separate_file(
             learned = _learned(input, settings, callback, clock)
             if learned is None:
                 windows = iter_windows(source, settings, callback=callback, clock=clock,
-                                       plan=plan)  # fmt: skip
+                                       plan=plan, progress=tracker)  # fmt: skip
             else:
                 windows = iter_learned_windows(learned, source, settings, clock=clock)
-            report = _write(outdir, out_path, source, settings, windows, learned, clock)
+            report = _write(outdir, out_path, source, settings, windows, learned, clock, tracker)
     finally:
         source.close()
     logger.info("wrote %s (%.2fs in all)", out_path, report.seconds["total"])
@@ -292,6 +317,7 @@ def _write(
     windows: Iterable[Window],
     learned: LearnedBackground | None,
     clock: Stopwatch,
+    tracker: Tracker,
 ) -> Report:
     """Feed the windows to the output files; stage ``summary.json``; commit."""
     with outdir:
@@ -300,10 +326,13 @@ def _write(
         try:
             sinks.open()  # ffmpeg loads while the frames are read and solved
             for window in windows:
-                sinks.write(window)
+                tracker.enter("write")
+                sinks.write(window, done=tracker.finished)
+                tracker.window_done()
                 builder.add(window)
                 del window  # not held while the next window is solved
             t = time.perf_counter()
+            tracker.enter("finish")
             sinks.close()
             clock.add("write", time.perf_counter() - t)
         except BaseException:

@@ -13,16 +13,26 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import click
 
-from bpvideo.errors import BpvideoError, Terminated
+from bpvideo.errors import BpvideoError, InputError, Terminated
+from bpvideo.progress import Progress
 from bpvideo.settings import cli_flags
 from bpvideo.solvers import Iterate
 
-__all__ = ["configure_logging", "error_line", "iteration_reporter", "main"]
+__all__ = [
+    "ProgressBar",
+    "configure_logging",
+    "error_line",
+    "iteration_table",
+    "main",
+    "progress_bar",
+]
 
 logger = logging.getLogger("bpvideo")
 
@@ -35,65 +45,162 @@ class _Formatter(logging.Formatter):
         return f"bpvideo: {level}{record.getMessage()}"
 
 
-def configure_logging(verbosity: int) -> None:
-    """Send the ``bpvideo`` logger to stderr.
+class _ConsoleHandler(logging.StreamHandler):
+    """stderr, through tqdm when it is loaded: a record clears the progress bars, is
+    written on its own line, and the bars are drawn again below it (lines never glue)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        tqdm_module = sys.modules.get("tqdm.std")  # not loaded: no bar can be on screen
+        if tqdm_module is None:
+            super().emit(record)
+            return
+        try:
+            tqdm_module.tqdm.write(self.format(record), file=self.stream)
+        except Exception:  # as StreamHandler: a broken stderr does not stop the work
+            self.handleError(record)
+
+
+#: Lines of a ``--logfile``: a time stamp and the level before the message.
+LOGFILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+def configure_logging(verbosity: int, logfile: str | None = None) -> None:
+    """Send the ``bpvideo`` logger to stderr, and to ``logfile`` when given.
 
     Parameters
     ----------
     verbosity : int
         -1 = errors only (``-q``), 0 = info, 1 = debug with the iteration table (``-v``).
+    logfile : str, optional
+        Also append the records to this file, with time stamps: info and above (debug
+        with ``-v``), even with ``-q``.
+
+    Raises
+    ------
+    InputError
+        ``logfile`` cannot be opened for appending.
     """
     level = {-1: logging.ERROR, 0: logging.INFO}.get(verbosity, logging.DEBUG)
-    for handler in list(logger.handlers):
-        if getattr(handler, "_bpvideo", False):
-            logger.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter())
-    handler._bpvideo = True  # type: ignore[attr-defined]
-    logger.addHandler(handler)
-    logger.setLevel(level)
+    for old in list(logger.handlers):
+        if getattr(old, "_bpvideo", False):
+            logger.removeHandler(old)
+            if isinstance(old, logging.FileHandler):
+                old.close()
+    handlers: list[logging.Handler] = [_ConsoleHandler(sys.stderr)]
+    handlers[0].setFormatter(_Formatter())
+    handlers[0].setLevel(level)
+    if logfile is not None:
+        try:
+            handlers.append(logging.FileHandler(logfile, mode="a", encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(
+                f"{{logfile=}} cannot be opened ({exc.strerror}): give a file in a folder "
+                "that exists and is writable",
+                option=("logfile", logfile),
+            ) from None
+        handlers[1].setFormatter(logging.Formatter(LOGFILE_FORMAT))
+        handlers[1].setLevel(min(level, logging.INFO))
+    for handler in handlers:
+        handler._bpvideo = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(min(handler.level for handler in handlers))
     logger.propagate = False
 
 
-def iteration_reporter(
-    max_iter: int, verbosity: int
-) -> tuple[Callable[[Iterate], None], Callable[[], None]]:
-    """A solver callback that reports progress on stderr, and a function to close it.
+class ProgressBar:
+    """A :data:`~bpvideo.progress.ProgressCallback` that draws one bar on stderr (tqdm):
+    frames finished out of the frames expected, with the stage and the window.
 
-    With ``verbosity >= 1`` it logs one row per iteration (the iteration table); with
-    ``verbosity == 0`` and stderr a terminal it shows a progress bar (tqdm); otherwise it
-    is silent.
-
-    Returns
-    -------
-    (callback, close)
+    ``bpvideo: solving window 2/5 (iteration 12): 40%|####    | 400/1000 frames ...``.
+    Drawn only when ``enabled`` (stderr a terminal, not ``-q``); at most every
+    :attr:`interval` seconds unless the stage changes. Log records go through the bar
+    (:class:`_ConsoleHandler`).
     """
-    if verbosity >= 1:
-        pending_header = [True]  # printed at the first iteration: not before a bad-input error
 
-        def table(it: Iterate) -> None:
-            if pending_header:
-                pending_header.clear()
-                logger.debug("%6s  %12s  %12s", "iter", "residual", "change")
-            logger.debug("%6d  %12.4e  %12.4e", it.iteration, it.residual, it.change)
+    interval = 0.1
 
-        return table, lambda: None
-    if verbosity == 0 and sys.stderr.isatty():
-        from tqdm import tqdm
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._shown: tuple[str, int] = ("", 0)
+        self._last = 0.0
 
-        bar = tqdm(total=max_iter, desc="solving", unit="it", file=sys.stderr, leave=False)
+    def __call__(self, progress: Progress) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
 
-        def advance(it: Iterate) -> None:
-            bar.update(1)
-            bar.set_postfix(change=f"{it.change:.1e}", refresh=False)
+            try:  # a terminal that reports no size (some ptys) gets 80 columns
+                sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0
+            except (OSError, ValueError):
+                sized = False
+            self._bar = tqdm(total=progress.total, unit="frame", file=sys.stderr, leave=False,
+                             dynamic_ncols=sized, ncols=None if sized else 80,
+                             nrows=None if sized else 20, smoothing=0,
+                             desc="bpvideo: reading")  # fmt: skip
+        now = time.monotonic()
+        moved = (progress.stage, progress.window) != self._shown
+        if not moved and now - self._last < self.interval:
+            return
+        self._shown, self._last = (progress.stage, progress.window), now
+        bar = self._bar
+        bar.n = progress.frames
+        bar.set_description_str(f"bpvideo: {_stage_text(progress)}", refresh=False)
+        bar.set_postfix_str(f"read {progress.read}", refresh=False)
+        bar.refresh()
 
-        return advance, bar.close
-    return (lambda it: None), (lambda: None)
+    def close(self) -> None:
+        """Remove the bar (the next input gets a new one)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+            self._shown = ("", 0)
+
+
+def _stage_text(progress: Progress) -> str:
+    """``reading``, ``solving window 2/5 (iteration 12)``, ``writing``, ``finishing``."""
+    verb = {"read": "reading", "solve": "solving", "write": "writing"}.get(progress.stage)
+    if verb is None:
+        return "finishing"
+    window = ""
+    if progress.windows is None or progress.windows > 1:
+        window = f" window {progress.window}/{progress.windows or '?'}"
+    iteration = f" (iteration {progress.iteration})" if progress.iteration else ""
+    return f"{verb}{window}{iteration}"
+
+
+def iteration_table(verbosity: int) -> Callable[[Iterate], None] | None:
+    """A solver callback that logs one row per iteration (``-v``), else None."""
+    if verbosity < 1:
+        return None
+    pending_header = [True]  # printed at the first iteration: not before a bad-input error
+
+    def table(it: Iterate) -> None:
+        if pending_header:
+            pending_header.clear()
+            logger.debug("%6s  %12s  %12s", "iter", "residual", "change")
+        logger.debug("%6d  %12.4e  %12.4e", it.iteration, it.residual, it.change)
+
+    return table
+
+
+def progress_bar(verbosity: int) -> ProgressBar:
+    """The bar of ``separate``: on when stderr is a terminal and not ``-q``."""
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return ProgressBar(verbosity >= 0 and terminal)
+
+
+#: Options of the command line that are no settings (:func:`~bpvideo.settings.cli_flags`).
+CLI_FLAGS = {"logfile": "--logfile", "config": "--config"}
 
 
 def error_line(error: BpvideoError) -> str:
     """``bpvideo: error: ...``: the error's message with its options spelled as flags."""
-    return f"bpvideo: error: {error.render(cli_flags())}"
+    return f"bpvideo: error: {error.render({**cli_flags(), **CLI_FLAGS})}"
 
 
 def _debug_requested(argv: list[str]) -> bool:

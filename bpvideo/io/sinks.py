@@ -9,6 +9,7 @@ own threads, masks into the staging folder (and ``--masks-to``), background fram
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -158,8 +159,9 @@ class OutputSinks:
                                  strict=False):  # fmt: skip
             stream.open(shape)
 
-    def write(self, window: Window) -> None:
-        """Write the frames of a finished window, block by block."""
+    def write(self, window: Window, done: Callable[[int], None] | None = None) -> None:
+        """Write the frames of a finished window, block by block; ``done(k)`` after each
+        block of ``k`` frames."""
         offset = 0
         for block in window.blocks(keep=False):  # passed on, not kept
             t = time.perf_counter()
@@ -177,6 +179,8 @@ class OutputSinks:
             self.written += len(masks)
             offset += len(masks)
             self.clock.add("write", time.perf_counter() - t)
+            if done is not None:
+                done(len(masks))
 
     def close(self) -> None:
         """Finish the videos, the raw masks, ``background.png`` and the preview."""

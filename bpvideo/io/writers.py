@@ -461,6 +461,29 @@ class RawMaskSink:
     :meth:`write`; the CLI ends quietly on it.
     """
 
+    @staticmethod
+    def check(target: str | None) -> None:
+        """Refuse ``"-"`` when stdout is a terminal (binary would flood it), as gzip does.
+
+        Raises
+        ------
+        InputError
+            ``target`` is ``"-"`` and stdout is a terminal.
+        """
+        if target != "-":
+            return
+        try:
+            terminal = sys.stdout.isatty()
+        except (AttributeError, ValueError):  # replaced or closed stdout: not a terminal
+            terminal = False
+        if terminal:
+            raise InputError(
+                "{masks_to='-'} writes binary masks to stdout, which is a terminal: pipe or "
+                "redirect stdout ('| ffmpeg -f rawvideo ...' or '> masks.raw'), or give "
+                "{masks_to} a file",
+                option=("masks_to", target),
+            )
+
     def __init__(self, target: str) -> None:
         self.target = target
         self.to_stdout = target == "-"

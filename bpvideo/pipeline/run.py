@@ -28,6 +28,7 @@ from bpvideo.pipeline.finished import OUTPUT_FRAMES, Block, Window, columns_to_f
 from bpvideo.pipeline.scale import Background, effective_solve_scale
 from bpvideo.pipeline.solve import WarmUp, solve_entries, solve_window
 from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, plan_window
+from bpvideo.progress import Tracker
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
@@ -92,6 +93,7 @@ def iter_windows(
     clock: Stopwatch | None = None,
     outputs: bool = True,
     plan: Plan | None = None,
+    progress: Tracker | None = None,
 ) -> Iterator[Window]:
     """Solve ``source`` window by window; yield each :class:`Window` as it is finished.
 
@@ -110,6 +112,8 @@ def iter_windows(
         (False: a consumer that only wants the backgrounds and reports).
     plan : Plan, optional
         :func:`plan_run` of the stream, when already made.
+    progress : Tracker, optional
+        Told when a window's solve begins (see :mod:`bpvideo.progress`).
 
     Yields
     ------
@@ -137,6 +141,8 @@ def iter_windows(
         if index == 0:
             _log_read(source, settings, plan, video, clock)
         t = time.perf_counter()
+        if progress is not None:
+            progress.enter("solve")
         if warm is not None:
             warm.join()
             warm = None
