@@ -29,6 +29,7 @@ from bpvideo._spec import (
 from bpvideo.errors import InputError
 
 __all__ = [
+    "EXCLUSIVE",
     "MASK_RULES",
     "METHODS",
     "OPTION_GROUPS",
@@ -42,6 +43,7 @@ __all__ = [
     "default",
     "flag_of",
     "format_span",
+    "merge_options",
     "option",
     "option_group",
     "option_name",
@@ -281,8 +283,10 @@ class SeparateSettings:
     preset: str = option(
         "veryfast",
         "str",
-        "x264 preset: speed against size at the same quality (see docs/performance.md).",
+        "x264 preset, ultrafast (fastest, largest) to veryslow: speed against size at the "
+        "same quality (see docs/performance.md).",
         choices=X264_PRESETS,
+        metavar="NAME",
     )
     no_video: bool = option(
         False,
@@ -478,6 +482,30 @@ OPTION_GROUPS: dict[str, tuple[str, ...]] = {
     "Output": ("overwrite", "lossless", "crf", "preset", "no_video", "preview", "masks_to",
                "groundtruth"),
 }  # fmt: skip
+
+
+#: Options that say one thing in different ways: where one is given over another source
+#: of options (a flag over a defaults file, a job over its batch's ``defaults:``), the
+#: others of its group are dropped from that source (``--frames`` drops a file's ``end``).
+EXCLUSIVE = (("frames", "end", "duration"), ("mask", "observe"))
+
+
+def merge_options(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
+    """Options of ``high`` over those of ``low`` (keys are option names; see
+    :data:`EXCLUSIVE`).
+
+    Examples
+    --------
+    >>> merge_options({"rank": 1, "end": "10s", "tol": 0.01}, {"rank": 3, "frames": 50})
+    {'rank': 3, 'tol': 0.01, 'frames': 50}
+    """
+    merged = dict(low)
+    for group in EXCLUSIVE:
+        if any(high.get(name) is not None for name in group):
+            for name in group:
+                merged.pop(name, None)
+    merged.update(high)
+    return merged
 
 
 def option_group(name: str) -> str:

@@ -1,7 +1,9 @@
-"""Shared fixtures: generated clips, the ../shared data folder, a CLI runner."""
+"""Shared fixtures: generated clips, the ../shared data folder, a CLI runner; the guard
+that makes a missing optional dependency fail the run where CI asks for all of them."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -19,6 +21,41 @@ from bpvideo.io.writers import write_video
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+#: Optional dependencies of the tests, and the extra that installs each.
+EXTRAS = {"numba": "fast", "distributed": "dask", "skimage": "test"}
+
+
+def extras_required() -> bool:
+    """Whether a missing extra must fail the run (``BPVIDEO_REQUIRE_EXTRAS=1``, set by the
+    README's test command and so by CI): no numba or Dask test is skipped unnoticed."""
+    return os.environ.get("BPVIDEO_REQUIRE_EXTRAS", "") not in ("", "0")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not extras_required():
+        return
+    missing = [f"{name} (bpvideo[{extra}])" for name, extra in EXTRAS.items()
+               if importlib.util.find_spec(name) is None]  # fmt: skip
+    if missing:
+        raise pytest.UsageError(
+            f"BPVIDEO_REQUIRE_EXTRAS is set but {', '.join(missing)} is not installed: "
+            "pip install '.[test,fast,dask]'"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    """With :func:`extras_required`, a test skipped for a missing module fails instead."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (report.skipped and extras_required() and call.excinfo is not None):
+        return
+    reason = str(call.excinfo.value)
+    if "not installed" in reason or "could not import" in reason:
+        report.outcome = "failed"
+        report.longrepr = f"BPVIDEO_REQUIRE_EXTRAS is set, and this test skipped: {reason}"
 
 
 @dataclass

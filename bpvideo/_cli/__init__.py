@@ -16,11 +16,58 @@ from typing import Any
 import click
 
 from bpvideo import __version__
-from bpvideo._cli.console import configure_logging, error_line, iteration_reporter, main
+from bpvideo._cli.console import (
+    configure_logging,
+    error_line,
+    iteration_table,
+    main,
+    progress_bar,
+)
 from bpvideo.errors import BpvideoError, InputError
-from bpvideo.settings import SeparateSettings, Spec, flag_of, option_specs
+from bpvideo.settings import (
+    OPTION_GROUPS,
+    SeparateSettings,
+    Spec,
+    flag_of,
+    merge_options,
+    option_specs,
+)
 
-__all__ = ["cli", "main"]
+__all__ = ["GroupedCommand", "cli", "main"]
+
+#: The sections of ``--help``, in order, and the parameters each shows, in order;
+#: parameters in none are shown first, under "Options".
+SECTIONS: dict[str, tuple[str, ...]] = {
+    **OPTION_GROUPS,
+    "Output": ("output", *OPTION_GROUPS["Output"], "as_json"),
+    "Logging": ("verbose", "quiet", "logfile", "debug"),
+    "Other": ("config_file", "help"),
+}
+
+
+class GroupedCommand(click.Command):
+    """A click command whose ``--help`` shows its options in :data:`SECTIONS`."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Write the options, section by section (click calls it for ``--help``)."""
+        sections: dict[str, list[tuple[int, tuple[str, str]]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None or isinstance(param, click.Argument):
+                continue
+            title, order = "Options", 0
+            key = "help" if "--help" in getattr(param, "opts", ()) else param.name
+            for name, names in SECTIONS.items():
+                if key in names:
+                    title, order = name, names.index(key)
+            sections.setdefault(title, []).append((order, record))
+        for title in ("Options", *SECTIONS):
+            if title in sections:
+                with formatter.section(f"{title} options" if title != "Options" else title):
+                    formatter.write_dl(
+                        [record for _, record in sorted(sections[title], key=lambda r: r[0])]
+                    )
+
 
 SEPARATE_EPILOG = """\b
 Examples:
@@ -29,9 +76,20 @@ Examples:
   bpvideo separate cdnet/highway/input -o hw --scale 0.5 --observe 0.7 --seed 1
   bpvideo separate clip.avi -o out --threshold 20 --min-area 50 --lossless
   bpvideo separate a.mp4 'cams/*.mp4' -o 'OUT/{stem}'
+  bpvideo separate cam.mp4 --start 00:01:30 --duration 10s -o out
+  bpvideo separate cam.mp4 -c site.yaml --crf 23 --preset fast   # flags over the file
+  bpvideo separate frames/ --no-video -o out      # masks only: no ffmpeg needed
   bpvideo separate night.mp4 --learn 0:1500 -o out      # learn on a quiet minute, apply to all
+  bpvideo separate night.mp4 -o out --logfile night.log
   ffmpeg -i cam.mp4 -f rawvideo -pix_fmt gray - | bpvideo separate - --size 320x240
     -o out --masks-to - | ffmpeg -f rawvideo -pix_fmt gray -s 320x240 -i - masks.mkv
+
+\b
+Times (--start, --end, --duration): a frame number (1500), seconds (90s,
+2.5s) or HH:MM:SS[.ms] (00:01:30), at the input's frame rate (--fps, else 25,
+for folders of frames and raw stdin).
+-c FILE: a YAML mapping of options as under a batch config's 'defaults:' (rank: 3,
+output: out/{stem}); flags win over the file, the file over the defaults.
 
 \b
 Outputs (in OUTDIR): background.mp4, foreground.mp4, masks/bin%06d.png (named
@@ -56,8 +114,10 @@ def settings_options(func: Callable) -> Callable:
         if not spec.cli:
             continue
         flag = flag_of(name, spec)
-        shown = "all" if default is None and name == "frames" else default
-        help_text = spec.help if default is None else f"{spec.help}  [default: {shown}]"
+        shown = default
+        if spec.kind == "bool":  # a flag's default is to be off; a pair's is one of its flags
+            shown = (flag if default else spec.secondary) if spec.secondary else None
+        help_text = spec.help if shown is None else f"{spec.help}  [default: {shown}]"
         if spec.kind == "bool":
             if spec.secondary:
                 decl = f"{flag}/{spec.secondary}"
@@ -77,8 +137,15 @@ def settings_options(func: Callable) -> Callable:
 
 
 def verbosity_options(func: Callable) -> Callable:
-    """``-v``, ``-q`` and ``--debug``."""
+    """``-v``, ``-q``, ``--logfile`` and ``--debug``."""
     func = click.option("--debug", is_flag=True, help="Show tracebacks of errors.")(func)
+    func = click.option(
+        "--logfile",
+        metavar="PATH",
+        default=None,
+        help="Also append the log to PATH, with time stamps (info, or debug with -v; even "
+        "with -q).",
+    )(func)
     func = click.option("-q", "--quiet", is_flag=True, help="Errors only on stderr.")(func)
     func = click.option(
         "-v", "--verbose", is_flag=True, help="Log the solver's iteration table on stderr."
@@ -100,7 +167,7 @@ def cli() -> None:
     """
 
 
-@cli.command(epilog=SEPARATE_EPILOG)
+@cli.command(cls=GroupedCommand, epilog=SEPARATE_EPILOG)
 @click.argument("inputs", metavar="INPUT...", nargs=-1, required=True)
 @click.option(
     "-o",
@@ -110,16 +177,26 @@ def cli() -> None:
     help="Output directory, or a template for many inputs: {stem}, {name}, {parent}, "
     "{index}  [default: INPUT's name + '-bpvideo']",
 )
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    metavar="FILE",
+    default=None,
+    help="Defaults file (YAML): options as under a batch config's 'defaults:'; flags win.",
+)
 @settings_options
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 @verbosity_options
 def separate(
     inputs: tuple[str, ...],
     output: str | None,
+    config_file: str | None,
     as_json: bool,
     verbose: bool,
     quiet: bool,
     debug: bool,
+    logfile: str | None,
     **options: Any,
 ) -> None:
     """Separate INPUT (video files, folders of frames, globs, or - for stdin).
@@ -131,8 +208,13 @@ def separate(
     from bpvideo.io.paths import expand_inputs, plan_outputs
 
     verbosity = _verbosity(verbose, quiet)
-    configure_logging(verbosity)
+    configure_logging(verbosity, logfile)
     given = {k: v for k, v in options.items() if v is not None}
+    if config_file is not None:  # flag > file > built-in default
+        from_file = _defaults_file(config_file, debug)
+        file_output = from_file.pop("output", None)
+        output = output if output is not None else file_output
+        given = merge_options(from_file, given)
     settings = SeparateSettings.from_mapping(given)
     paths = expand_inputs(list(inputs))
     if len(paths) > 1 and settings.masks_to is not None:
@@ -141,31 +223,55 @@ def separate(
             option=("masks_to", settings.masks_to),
         )
     outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
-    callback, close = iteration_reporter(settings.max_iter, verbosity)
+    callback, bar = iteration_table(verbosity), progress_bar(verbosity)
     failed = 0
-    try:
-        for path, out in zip(paths, outputs, strict=True):
-            try:
-                report = separate_file(path, out, callback=callback, **given)
-            except BpvideoError as exc:
-                if len(paths) == 1:
-                    raise
-                failed += 1
-                click.echo(error_line(exc), err=True)
-                continue
-            if settings.masks_to == "-":
-                return  # stdout carries only the masks
-            summary = report.to_dict()
+    for path, out in zip(paths, outputs, strict=True):
+        try:
+            report = separate_file(path, out, callback=callback, progress=bar, **given)
+        except BpvideoError as exc:
             if len(paths) == 1:
-                click.echo(json.dumps(summary, indent=2) if as_json else summary["output"])
-            else:
-                click.echo(json.dumps(summary) if as_json else summary["output"])
-                sys.stdout.flush()
-    finally:
-        close()
+                raise
+            failed += 1
+            click.echo(error_line(exc), err=True)
+            continue
+        finally:
+            bar.close()
+        if settings.masks_to == "-":
+            return  # stdout carries only the masks
+        summary = report.to_dict()
+        if len(paths) == 1:
+            click.echo(json.dumps(summary, indent=2) if as_json else summary["output"])
+        else:
+            click.echo(json.dumps(summary) if as_json else summary["output"])
+            sys.stdout.flush()
     if failed:
         click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
         raise click.exceptions.Exit(1)
+
+
+def _defaults_file(path: str, debug: bool) -> dict[str, Any]:
+    """The options of ``-c FILE``; its problems are listed, then exit 2."""
+    from bpvideo.batch.config import ConfigError, load_defaults
+
+    try:
+        return load_defaults(path)
+    except ConfigError as exc:
+        if debug:
+            raise
+        raise click.exceptions.Exit(_config_problems(exc, path)) from None
+
+
+def _config_problems(exc: Any, path: str) -> int:
+    """Echo every problem of a config (``file:line: ...``) and a last line; the exit code."""
+    for problem in exc.problems:
+        click.echo(f"bpvideo: error: {problem}", err=True)
+    count = len(exc.problems)
+    click.echo(
+        f"bpvideo: error: {path}: {count} problem{'s' if count > 1 else ''}, nothing was run: "
+        "fix them and run again",
+        err=True,
+    )
+    return exc.exit_code
 
 
 EVALUATE_EPILOG = """\b
@@ -184,7 +290,7 @@ otherwise, or as well).
 """
 
 
-@cli.command(epilog=EVALUATE_EPILOG)
+@cli.command(cls=GroupedCommand, epilog=EVALUATE_EPILOG)
 @click.argument("masks", metavar="MASKS")
 @click.argument("groundtruth", metavar="GROUNDTRUTH")
 @click.option(
@@ -219,6 +325,7 @@ def evaluate(
     verbose: bool,
     quiet: bool,
     debug: bool,
+    logfile: str | None,
 ) -> None:
     """Score the foreground masks in MASKS against GROUNDTRUTH.
 
@@ -232,7 +339,7 @@ def evaluate(
     from bpvideo.evaluate.scoring import evaluate as score
     from bpvideo.evaluate.scoring import format_table
 
-    configure_logging(_verbosity(verbose, quiet))
+    configure_logging(_verbosity(verbose, quiet), logfile)
     troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
     result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is None and (Path(masks) / "masks").is_dir():
@@ -263,7 +370,7 @@ status, seconds, frames, error) goes to batch_report.json beside the config unle
 """
 
 
-@cli.command(epilog=BATCH_EPILOG)
+@cli.command(cls=GroupedCommand, epilog=BATCH_EPILOG)
 @click.argument("config_path", metavar="CONFIG.yaml")
 @click.option(
     "-w",
@@ -306,13 +413,14 @@ def batch(
     verbose: bool,
     quiet: bool,
     debug: bool,
+    logfile: str | None,
 ) -> int:
     """Run the separate jobs of a YAML config, on local processes or a Dask cluster."""
     from bpvideo.batch.config import ConfigError
     from bpvideo.batch.run import BatchOptions, run_batch
 
     verbosity = _verbosity(verbose, quiet)
-    configure_logging(verbosity)
+    configure_logging(verbosity, logfile)
     options = BatchOptions(
         workers=workers,
         executor=executor,
@@ -327,12 +435,4 @@ def batch(
     except ConfigError as exc:
         if debug:
             raise
-        for problem in exc.problems:
-            click.echo(f"bpvideo: error: {problem}", err=True)
-        count = len(exc.problems)
-        click.echo(
-            f"bpvideo: error: {config_path}: {count} problem{'s' if count > 1 else ''}, "
-            "nothing was run: fix them and run again",
-            err=True,
-        )
-        return exc.exit_code
+        return _config_problems(exc, config_path)

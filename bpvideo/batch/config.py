@@ -35,9 +35,23 @@ from typing import Any
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
 from bpvideo.errors import InputError
 from bpvideo.io.paths import expand_input, expand_template, template_fields
-from bpvideo.settings import SeparateSettings, check_value, option_name, option_specs
+from bpvideo.settings import (
+    SeparateSettings,
+    check_value,
+    merge_options,
+    option_name,
+    option_specs,
+)
 
-__all__ = ["BatchConfig", "ConfigError", "Job", "expand_template", "load_config", "load_yaml"]
+__all__ = [
+    "BatchConfig",
+    "ConfigError",
+    "Job",
+    "expand_template",
+    "load_config",
+    "load_defaults",
+    "load_yaml",
+]
 
 #: Top-level keys of a config.
 TOP_KEYS = ("defaults", "jobs", "executor", "scheduler", "workers", "report")
@@ -156,7 +170,7 @@ def _check_options(
     spelled: dict[str, str] = {}
     for key, value in mapping.items():
         line = mapping.line_of(key)
-        path = f"{where}.{key}"
+        path = f"{where}.{key}" if where else str(key)
         if not isinstance(key, str):
             check.add(line, where, f"key {key!r} must be a name")
             continue
@@ -232,6 +246,60 @@ def load_config(path: str | os.PathLike) -> BatchConfig:
     config.jobs = planner.jobs(defaults)
     check.raise_if_any()
     return config
+
+
+def load_defaults(path: str | os.PathLike) -> dict[str, Any]:
+    """The options of a defaults file of ``bpvideo separate -c FILE``.
+
+    The file is a YAML mapping with the keys of a batch config's ``defaults:``: any option
+    of ``separate`` (``rank: 3``, ``max-iter: 50``) and ``output``. Paths in it (``output``,
+    ``mask``, ``groundtruth``, ...) are relative to the file's folder, as in batch configs.
+
+    Parameters
+    ----------
+    path : path-like
+        The YAML file.
+
+    Returns
+    -------
+    dict
+        Option name -> checked value, and ``output`` when given.
+
+    Raises
+    ------
+    InputError
+        Unreadable file or invalid YAML (one line).
+    ConfigError
+        Every problem (unknown keys, with a close match; bad values; duplicate keys),
+        each ``file:line: key: message``, sorted by line.
+    """
+    data, duplicates = load_yaml(path)
+    check = _Checker(str(path))
+    for line, message in duplicates:
+        check.add(line, "", message)
+    if data is None:
+        return {}  # an empty file changes nothing
+    if not isinstance(data, LineDict):
+        got = f"got a {type(data).__name__}"
+        check.add(getattr(data, "line", 1), "", f"must be a mapping of options (rank: 3), {got}")
+        check.raise_if_any()
+    planner = _Planner(data, Path(path).resolve().parent, check)
+    options, keys, extras = _check_options(data, "", check, planner.aliases)
+    for key, (_, line) in extras.items():
+        hint = _did_you_mean(key, planner.known)
+        if not hint and key in TOP_KEYS:
+            hint = " (a batch config's key: this file holds what goes under 'defaults:')"
+        check.add(line, key, f"unknown key{hint}: not an option of separate")
+    if "input" in keys:
+        check.add(data.line_of("input"), "input", "give the input on the command line")
+    check.raise_if_any()
+    specs = {name: spec for name, _, spec in option_specs()}
+    for name, value in options.items():
+        if specs[name].kind == "path" and value is not None and value != "-":
+            options[name] = str(planner._path(value))
+    if "output" in keys:
+        options["output"] = str(planner._path(keys["output"]))
+    return options
 
 
 @dataclass
@@ -333,7 +401,8 @@ class _Planner:
         options, keys, extras = _check_options(entry, where, self.check, self.aliases)
         template = self._template(where, entry, keys, defaults)
         values, ok = self._template_values(where, template, defaults.extras, extras)
-        settings = self._settings(where, line, entry, defaults, {**defaults.options, **options})
+        settings = self._settings(where, line, entry, defaults,
+                                  merge_options(defaults.options, options))  # fmt: skip
         inputs = self._inputs(where, line, entry, keys)
         if not inputs or settings is None or not ok:
             return []

@@ -475,3 +475,23 @@ def test_wallflower_groundtruth_against_itself(tmp_path: Path) -> None:
     _write(tmp_path / "masks" / "bin000001.png", np.where(gray > 127, 255, 0))
     ev = evaluate(tmp_path / "masks", gt_file, frame_numbers=[247])
     assert ev.per_frame[0]["frame"] == 247 and ev.summary["f_measure"] == 1.0
+
+
+def test_ssim_equals_scikit_image_on_masks() -> None:
+    """Our SSIM is scikit-image's structural_similarity with the paper's Gaussian window."""
+    metrics = pytest.importorskip("skimage.metrics")
+    rng = np.random.default_rng(5)
+    truth = np.zeros((36, 48))
+    truth[8:20, 10:30] = 1
+    pairs = [
+        (truth, np.roll(truth, 3, axis=1)),  # a shifted mask
+        (truth, np.clip(truth + (rng.random(truth.shape) < 0.05), 0, 1)),  # speckle
+        ((rng.random((120, 160)) < 0.2) * 1.0, (rng.random((120, 160)) < 0.2) * 1.0),
+        (truth[:12], 1.0 - truth[:12]),  # a strip just wider than the 11x11 window
+        (truth, truth),
+    ]
+    for a, b in pairs:
+        reference = metrics.structural_similarity(
+            a, b, data_range=1.0, gaussian_weights=True, sigma=1.5, use_sample_covariance=False
+        )
+        assert ssim(a, b, data_range=1.0) == pytest.approx(reference, abs=1e-12)
