@@ -231,13 +231,9 @@ def load_config(path: str | os.PathLike) -> BatchConfig:
         ``file:line: key: message``, sorted by line.
     """
     config_path = Path(path)
-    data, duplicates = load_yaml(config_path)
-    check = _Checker(str(path))
-    for line, message in duplicates:
-        check.add(line, "", message)
-    if not isinstance(data, LineDict):
-        got = "an empty file" if data is None else f"a {type(data).__name__}"
-        check.add(getattr(data, "line", 1), "", f"must be a mapping with 'jobs:', got {got}")
+    data, check = _load_mapping(config_path, "with 'jobs:'")
+    if data is None:
+        check.add(1, "", "must be a mapping with 'jobs:', got an empty file")
         check.raise_if_any()
     config = BatchConfig(path=config_path)
     planner = _Planner(data, config_path.resolve().parent, check)
@@ -255,34 +251,14 @@ def load_defaults(path: str | os.PathLike) -> dict[str, Any]:
     of ``separate`` (``rank: 3``, ``max-iter: 50``) and ``output``. Paths in it (``output``,
     ``mask``, ``groundtruth``, ...) are relative to the file's folder, as in batch configs.
 
-    Parameters
-    ----------
-    path : path-like
-        The YAML file.
-
-    Returns
-    -------
-    dict
-        Option name -> checked value, and ``output`` when given.
-
-    Raises
-    ------
-    InputError
-        Unreadable file or invalid YAML (one line).
-    ConfigError
-        Every problem (unknown keys, with a close match; bad values; duplicate keys),
-        each ``file:line: key: message``, sorted by line.
+    Returns a dict: option name -> checked value, and ``output`` when given. Raises
+    :class:`InputError` for an unreadable file or invalid YAML (one line), and
+    :class:`ConfigError` with every problem (unknown keys, with a close match; bad values;
+    duplicate keys), each ``file:line: key: message``, sorted by line.
     """
-    data, duplicates = load_yaml(path)
-    check = _Checker(str(path))
-    for line, message in duplicates:
-        check.add(line, "", message)
+    data, check = _load_mapping(path, "of options (rank: 3)")
     if data is None:
         return {}  # an empty file changes nothing
-    if not isinstance(data, LineDict):
-        got = f"got a {type(data).__name__}"
-        check.add(getattr(data, "line", 1), "", f"must be a mapping of options (rank: 3), {got}")
-        check.raise_if_any()
     planner = _Planner(data, Path(path).resolve().parent, check)
     options, keys, extras = _check_options(data, "", check, planner.aliases)
     for key, (_, line) in extras.items():
@@ -300,6 +276,21 @@ def load_defaults(path: str | os.PathLike) -> dict[str, Any]:
     if "output" in keys:
         options["output"] = str(planner._path(keys["output"]))
     return options
+
+
+def _load_mapping(path: str | os.PathLike, what: str) -> tuple[LineDict | None, _Checker]:
+    """The YAML mapping of ``path`` (None for an empty file) and a checker that holds its
+    duplicate keys; anything else than a mapping is a :class:`ConfigError` (``what`` says
+    which mapping)."""
+    data, duplicates = load_yaml(path)
+    check = _Checker(str(path))
+    for line, message in duplicates:
+        check.add(line, "", message)
+    if data is not None and not isinstance(data, LineDict):
+        got = f"a {type(data).__name__}"
+        check.add(getattr(data, "line", 1), "", f"must be a mapping {what}, got {got}")
+        check.raise_if_any()
+    return data, check
 
 
 @dataclass

@@ -33,16 +33,14 @@ STILL_FRAMES = 64
 
 def output_names(settings: SeparateSettings) -> dict[str, str]:
     """``summary.json``'s ``outputs``: the files of a result, by role."""
-    ext = "mkv" if settings.lossless else "mp4"
-    names = {} if settings.no_video else {
-        "background_video": f"background.{ext}",
-        "foreground_video": f"foreground.{ext}",
-    }  # fmt: skip
-    names.update({
-        "masks": "masks/bin%06d.png",
-        "background_image": "background.png",
-        "summary": SUMMARY,
-    })  # fmt: skip
+    names: dict[str, str] = {}
+    if not settings.no_video:
+        ext = "mkv" if settings.lossless else "mp4"
+        names["background_video"] = f"background.{ext}"
+        names["foreground_video"] = f"foreground.{ext}"
+    names["masks"] = "masks/bin%06d.png"
+    names["background_image"] = "background.png"
+    names["summary"] = SUMMARY
     if settings.preview:
         names["preview"] = "preview.png"
     if settings.groundtruth is not None:
