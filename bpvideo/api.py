@@ -30,6 +30,7 @@ from bpvideo.io.sinks import OutputSinks, Still, output_names
 from bpvideo.io.sources import FrameSource, open_source
 from bpvideo.io.summary import Report, ReportBuilder, Stopwatch
 from bpvideo.io.writers import RawMaskSink
+from bpvideo.pipeline.empty_scene import given_scene, reopen_array, reopen_file
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_windows, learn
 from bpvideo.pipeline.run import Window, iter_windows, plan_run
 from bpvideo.progress import ProgressCallback, Tracker, track
@@ -123,8 +124,9 @@ def iter_separate(
     """
     settings = _settings(options, arrays=True)
     source = _open_frames(frames, settings)
+    scene = given_scene(settings, source, reopen_array(frames, settings))
     with threadpool_limits(limits=1, user_api="blas"):
-        yield from iter_windows(source, settings, callback=callback)
+        yield from iter_windows(source, settings, callback=callback, empty_scene=scene)
 
 
 def separate(
@@ -164,6 +166,7 @@ def separate(
     """
     settings = _settings(options, arrays=True)
     source = _open_frames(frames, settings)
+    scene = given_scene(settings, source, reopen_array(frames, settings))
     clock = Stopwatch()
     builder = ReportBuilder(source, settings)
     still = Still()
@@ -171,8 +174,10 @@ def separate(
     plan = plan_run(source, settings)
     tracker = track(progress, source, plan)
     with threadpool_limits(limits=1, user_api="blas"):
-        for window in iter_windows(source, settings, callback=tracker.solver_callback(callback),
-                                   clock=clock, plan=plan, progress=tracker):  # fmt: skip
+        windows = iter_windows(source, settings, callback=tracker.solver_callback(callback),
+                               clock=clock, plan=plan, progress=tracker,
+                               empty_scene=scene)  # fmt: skip
+        for window in windows:
             parts["background"].append(window.background_frames)
             parts["masks"].append(window.masks)
             foreground = window.foreground
@@ -257,8 +262,10 @@ def separate_file(
         with threadpool_limits(limits=1, user_api="blas"):
             learned = _learned(input, settings, callback, clock)
             if learned is None:
+                scene = given_scene(settings, source, reopen_file(input, settings))
                 windows = iter_windows(source, settings, callback=callback, clock=clock,
-                                       plan=plan, progress=tracker)  # fmt: skip
+                                       plan=plan, progress=tracker,
+                                       empty_scene=scene)  # fmt: skip
             else:
                 windows = iter_learned_windows(learned, source, settings, clock=clock)
             report = _write(outdir, out_path, source, settings, windows, learned, clock, tracker)
