@@ -48,6 +48,7 @@ from bpvideo.evaluate.groundtruth import (
 )
 from bpvideo.evaluate.mapping import map_frames, mask_set
 from bpvideo.evaluate.metrics import DEFAULT_EPSILON, confusion_metrics, epsilon_proximity, ssim
+from bpvideo.io.headers import read_image
 from bpvideo.io.outputs import atomic_write_bytes
 
 __all__ = ["Evaluation", "evaluate", "format_table"]
@@ -144,7 +145,7 @@ class Evaluation:
 
 
 def _read_mask(path: Path) -> np.ndarray:
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    image = read_image(path, cv2.IMREAD_UNCHANGED)
     if image is None:
         raise InputError(
             f"mask {path} cannot be read as an image; re-run `bpvideo separate` to rewrite it"

@@ -212,7 +212,7 @@ CASES = [
     Case("step-0", ("{clip}", "--step", "0"), 2, r"--step 0", r">= 1"),
     Case("frames-0", ("{clip}", "--frames", "0"), 2, r"--frames 0", r">= 1"),
     Case("start-negative", ("{clip}", "--start", "-1"), 2, r"--start -1", r">= 0"),
-    Case("fps-0", ("{clip}", "--fps", "0"), 2, r"--fps 0", r"> 0"),
+    Case("fps-0", ("{clip}", "--fps", "0"), 2, r"--fps 0", r">= 0.001 and <= 1000"),
     Case("observe-0", ("{clip}", "--observe", "0"), 2, r"--observe 0", r"> 0 and <= 1"),
     Case("observe-above-1", ("{clip}", "--observe", "1.5"), 2, r"--observe 1\.5", r"<= 1"),
     Case("threshold-negative", ("{clip}", "--threshold", "-3"), 2, r"--threshold -3", "> 0"),
