@@ -16,7 +16,14 @@ from typing import Any
 import click
 
 from bpvideo import __version__
-from bpvideo._cli.console import configure_logging, error_line, iteration_reporter, main
+from bpvideo._cli.console import (
+    CLOSED_STREAMS,
+    configure_logging,
+    error_line,
+    iteration_reporter,
+    main,
+    one_line,
+)
 from bpvideo.errors import BpvideoError, InputError
 from bpvideo.settings import SeparateSettings, Spec, flag_of, option_specs
 
@@ -135,6 +142,7 @@ def separate(
     given = {k: v for k, v in options.items() if v is not None}
     settings = SeparateSettings.from_mapping(given)
     paths = expand_inputs(list(inputs))
+    _check_streams(paths, settings)
     if len(paths) > 1 and settings.masks_to is not None:
         raise InputError(
             f"{{masks_to=}} takes one input, got {len(paths)}: run the inputs one at a time",
@@ -166,6 +174,17 @@ def separate(
     if failed:
         click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
         raise click.exceptions.Exit(1)
+
+
+def _check_streams(paths: list[str], settings: SeparateSettings) -> None:
+    """Refuse stdin or stdout as data when the process started with it closed."""
+    if "-" in paths and 0 in CLOSED_STREAMS:
+        raise InputError("INPUT is stdin ('-') but stdin is closed: pipe frames into bpvideo")
+    if settings.masks_to == "-" and 1 in CLOSED_STREAMS:
+        raise InputError(
+            "{masks_to=} but stdout is closed: give a file, or a pipe on stdout",
+            option=("masks_to", "-"),
+        )
 
 
 EVALUATE_EPILOG = """\b
@@ -328,7 +347,7 @@ def batch(
         if debug:
             raise
         for problem in exc.problems:
-            click.echo(f"bpvideo: error: {problem}", err=True)
+            click.echo(f"bpvideo: error: {one_line(problem)}", err=True)
         count = len(exc.problems)
         click.echo(
             f"bpvideo: error: {config_path}: {count} problem{'s' if count > 1 else ''}, "

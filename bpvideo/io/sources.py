@@ -55,6 +55,7 @@ __all__ = [
     "FrameSource",
     "TruncatedVideoError",
     "VideoProbe",
+    "check_input_name",
     "iter_frames",
     "list_image_files",
     "open_source",
@@ -345,6 +346,12 @@ def iter_frames(
         gen.close()
 
 
+def check_input_name(path: str | os.PathLike) -> None:
+    """Refuse an empty INPUT (``Path("")`` is the current folder, which was not asked for)."""
+    if not str(path).strip():
+        raise InputError("INPUT is an empty name: give a video file, a folder of frames or -")
+
+
 def _undecodable(path: Path, detail: str) -> InputError:
     return InputError(
         f"{literal(path)}: cannot be decoded as a video ({literal(detail)}): check the file, or "
@@ -407,8 +414,7 @@ def open_source(
         source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
         selected = select_frames(raw, start, frames, step)
     else:
-        if not str(path).strip():
-            raise InputError("INPUT is an empty name: give a video file, a folder of frames or -")
+        check_input_name(path)
         info = probe(path)
         w, h = info.width, info.height
         frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
