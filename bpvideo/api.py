@@ -15,18 +15,17 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bpvideo.errors import InputError
-from bpvideo.evaluate.groundtruth import check_groundtruth, groundtruth_reads
+from bpvideo.evaluate.groundtruth import check_groundtruth
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.io.arrays import open_frames
-from bpvideo.io.guard import Access, check_access, input_reads
-from bpvideo.io.outputs import OUTPUT_NAMES, SUMMARY, OutputDir, write_json
+from bpvideo.io.guard import check_access, separate_access
+from bpvideo.io.outputs import SUMMARY, OutputDir, write_json
 from bpvideo.io.paths import default_output
 from bpvideo.io.sinks import OutputSinks, Still, output_names
 from bpvideo.io.sources import FrameSource, check_input_name, open_source
@@ -246,23 +245,6 @@ def separate_file(
         source.close()
     logger.info("wrote %s (%.2fs in all)", out_path, report.seconds["total"])
     return report
-
-
-def separate_access(
-    input: str, output: str, settings: SeparateSettings
-) -> tuple[list[Access], list[Access]]:
-    """What :func:`separate_file` reads and writes, for
-    :func:`~bpvideo.io.guard.check_access` (``batch`` checks every job's together)."""
-    reads = input_reads(input, "the input") + input_reads(settings.mask, "the mask")
-    reads += input_reads(settings.learn_from, "the clip to learn from")
-    if settings.groundtruth is not None:
-        reads += groundtruth_reads(settings.groundtruth)
-    option = ("output", output)
-    writes = [Access(Path(output) / n, "the output", "{output}", option) for n in OUTPUT_NAMES]
-    if settings.masks_to not in (None, "-"):
-        option = ("masks_to", settings.masks_to)
-        writes.append(Access(Path(settings.masks_to), "{masks_to}", "{masks_to}", option))
-    return reads, writes
 
 
 def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -> FrameSource:

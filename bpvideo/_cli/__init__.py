@@ -135,6 +135,7 @@ def separate(
     per input when there are several (JSON lines with --json).
     """
     from bpvideo.api import separate_file
+    from bpvideo.io.guard import check_jobs
     from bpvideo.io.paths import expand_inputs, plan_outputs
 
     verbosity = _verbosity(verbose, quiet)
@@ -149,6 +150,8 @@ def separate(
             option=("masks_to", settings.masks_to),
         )
     outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
+    if len(paths) > 1:  # no input may be another's output (one input: separate_file checks)
+        check_jobs((path, out, settings) for path, out in zip(paths, outputs, strict=True))
     callback, close = iteration_reporter(settings.max_iter, verbosity)
     failed = 0
     try:
@@ -248,14 +251,15 @@ def evaluate(
     CSV's path on stdout (or, with --json, the scores as JSON on stdout).
     """
     from bpvideo.evaluate.groundtruth import parse_temporal_roi
+    from bpvideo.evaluate.scoring import check_evaluation, format_table
     from bpvideo.evaluate.scoring import evaluate as score
-    from bpvideo.evaluate.scoring import format_table
 
     configure_logging(_verbosity(verbose, quiet))
-    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
-    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is None and (Path(masks) / "masks").is_dir():
         csv_path = str(Path(masks) / "evaluation.csv")
+    check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path)
+    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
+    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is not None:
         result.info["csv"] = str(result.to_csv(csv_path))
     if as_json:
@@ -276,7 +280,7 @@ Examples:
 
 \b
 Paths in the config are relative to its folder. The report (per job: input, output,
-status, seconds, frames, error) goes to batch_report.json beside the config unless
+status, seconds, frames, error) goes to NAME.report.json beside NAME.yaml unless
 --report or 'report:' says otherwise. Exit 0 when every job succeeded, 1 otherwise,
 2 for an invalid config (every problem listed, file:line, nothing run).
 """
@@ -307,7 +311,7 @@ status, seconds, frames, error) goes to batch_report.json beside the config unle
     "--report",
     metavar="PATH",
     default=None,
-    help="Where to write the JSON report  [default: batch_report.json beside the config]",
+    help="Where to write the JSON report  [default: NAME.report.json beside NAME.yaml]",
 )
 @click.option("--resume", is_flag=True, help="Skip jobs whose outputs are complete and match.")
 @click.option(

@@ -17,7 +17,6 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
-from bpvideo.io.guard import Access, folder_reads
 from bpvideo.io.headers import read_image, read_text
 
 __all__ = [
@@ -30,7 +29,6 @@ __all__ = [
     "LABEL_UNKNOWN",
     "GroundTruth",
     "check_groundtruth",
-    "groundtruth_reads",
     "load_groundtruth",
     "load_roi",
     "nonzero",
@@ -394,17 +392,3 @@ def check_groundtruth(path: str | Path, width: int, height: int) -> GroundTruth:
         )
     return gt
 
-
-def groundtruth_reads(path: str | Path, what: str = "the ground truth") -> list[Access]:
-    """The paths scoring against ``path`` reads (:class:`~bpvideo.io.guard.Access`): its
-    label files, their folder, and the ``ROI.bmp`` and ``temporalROI.txt`` beside them."""
-    try:
-        gt = load_groundtruth(path)
-    except InputError:
-        return [Access(Path(path), what)]  # refused by the scoring itself, with its message
-    files = [file for _, file in gt.frames]
-    reads = folder_reads(files[0].parent, files, what) if Path(path).is_dir() else []
-    reads += [Access(Path(path), what)]
-    for name in ("ROI.bmp", "temporalROI.txt"):
-        reads.append(Access(gt.sequence_dir / name, f"the {name} of the ground truth"))
-    return reads

@@ -560,7 +560,7 @@ def test_batch_bad_yaml_syntax(run_cli, tmp_path: Path) -> None:
     config.write_text("jobs:\n  - input: a.mp4\n    rank: [2\n")
     res = run_cli("batch", config)
     _assert_error_processes(res, 2, r"night\.yaml:\d+")
-    assert not (tmp_path / "batch_report.json").exists()
+    assert not (tmp_path / "night.report.json").exists()
 
 
 @needs_batch
