@@ -30,6 +30,7 @@ __all__ = [
     "estimate_memory",
     "frame_bytes",
     "plan_window",
+    "planned_memory",
     "warm_start",
     "with_carried",
 ]
@@ -76,6 +77,34 @@ def frame_bytes(width: int, height: int, *, color: bool, masked: bool = False) -
 def estimate_memory(width: int, height: int, frames: int, *, color: bool, masked: bool) -> int:
     """Bytes a window of ``frames`` frames needs (see :func:`frame_bytes`)."""
     return frame_bytes(width, height, color=color, masked=masked) * frames
+
+
+#: Bytes a run holds besides its windows: the encoders' frame queues (2 x 16 MiB), pipes,
+#: the frames kept for background.png and the preview.
+OVERHEAD_BYTES = 64 << 20
+
+
+def planned_memory(
+    settings: SeparateSettings,
+    width: int,
+    height: int,
+    frame_count: int | None,
+    window: int | None,
+    whole_max: int,
+) -> int | None:
+    """Bytes a run plans to hold at most: the frames of its largest window (with the
+    carried columns, or a short clip read whole) at :func:`frame_bytes` each, plus
+    :data:`OVERHEAD_BYTES`; None when it cannot be known (a whole stream of unknown
+    length)."""
+    masked = settings.mask is not None or settings.observe is not None
+    per_frame = frame_bytes(width, height, color=not settings.gray, masked=masked)
+    if window is None:
+        frames = frame_count
+    else:
+        frames = max(window + min(window, CARRY_FRAMES), whole_max + 1)
+        if frame_count is not None:
+            frames = min(frames, frame_count + min(window, CARRY_FRAMES))
+    return None if frames is None else per_frame * frames + OVERHEAD_BYTES
 
 
 def available_memory() -> int:
