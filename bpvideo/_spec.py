@@ -122,6 +122,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         raise _bad(name, value, "must be true or false")
     if kind == "span":
         return format_span(parse_span(value, name))
+    if kind == "reference":
+        return _check_reference(name, value)
     if kind in ("threshold", "scale", "window") and isinstance(value, str):
         if value.strip().lower() == "auto":
             return "auto"
@@ -138,6 +140,18 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
             raise _bad(name, value, f"must be one of: {', '.join(spec.choices)}")
         return value
     raise AssertionError(f"unknown option kind {kind!r}")  # pragma: no cover
+
+
+def _check_reference(name: str, value: Any) -> str:
+    """``auto``, ``none``, ``START:END`` (checked, normalised) or a path (not empty)."""
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(name, value, "must be auto, none, an image path or START:END")
+    word = value.strip().lower()
+    if word in ("auto", "none"):
+        return word
+    if ":" in value and all(p.strip().isdigit() or not p.strip() for p in value.split(":", 1)):
+        return format_span(parse_span(value, name))
+    return value
 
 
 def _check_number(name: str, spec: Spec, value: Any, kind: str) -> float:

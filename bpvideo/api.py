@@ -30,6 +30,7 @@ from bpvideo.io.paths import default_output
 from bpvideo.io.sinks import OutputSinks, Still, output_names
 from bpvideo.io.sources import FrameSource, check_input_name, open_source
 from bpvideo.io.summary import Report, ReportBuilder, Stopwatch
+from bpvideo.pipeline.empty_scene import given_scene, reopen_array, reopen_file
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_windows, learn
 from bpvideo.pipeline.run import Window, iter_windows, plan_run
 from bpvideo.settings import SeparateSettings, default, parse_size, parse_span
@@ -121,8 +122,9 @@ def iter_separate(
     """
     settings = _settings(options, arrays=True)
     source = _open_frames(frames, settings)
+    scene = given_scene(settings, source, reopen_array(frames, settings))
     with threadpool_limits(limits=1, user_api="blas"):
-        yield from iter_windows(source, settings, callback=callback)
+        yield from iter_windows(source, settings, callback=callback, empty_scene=scene)
 
 
 def separate(frames: Any, /, *, callback: Callback | None = None, **options: Any) -> Separation:
@@ -152,12 +154,15 @@ def separate(frames: Any, /, *, callback: Callback | None = None, **options: Any
     """
     settings = _settings(options, arrays=True)
     source = _open_frames(frames, settings)
+    scene = given_scene(settings, source, reopen_array(frames, settings))
     clock = Stopwatch()
     builder = ReportBuilder(source, settings)
     still = Still()
     parts: dict[str, list[np.ndarray]] = {"background": [], "foreground": [], "masks": []}
     with threadpool_limits(limits=1, user_api="blas"):
-        for window in iter_windows(source, settings, callback=callback, clock=clock):
+        windows = iter_windows(source, settings, callback=callback, clock=clock,
+                               empty_scene=scene)  # fmt: skip
+        for window in windows:
             parts["background"].append(window.background_frames)
             parts["masks"].append(window.masks)
             foreground = window.foreground
@@ -236,8 +241,9 @@ def separate_file(
         with threadpool_limits(limits=1, user_api="blas"):
             learned = _learned(input, settings, callback, clock)
             if learned is None:
+                scene = given_scene(settings, source, reopen_file(input, settings))
                 windows = iter_windows(source, settings, callback=callback, clock=clock,
-                                       plan=plan)  # fmt: skip
+                                       plan=plan, empty_scene=scene)  # fmt: skip
             else:
                 windows = iter_learned_windows(learned, source, settings, clock=clock)
             report = _write(outdir, out_path, source, settings, windows, learned, clock)

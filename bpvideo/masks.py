@@ -3,8 +3,9 @@
 Two rules:
 
 - ``"residual"`` (default): a pixel is foreground where ``|A - L|`` exceeds a threshold,
-  either fixed (grey levels, 0..255) or automatic: ``k`` times the robust noise level of
-  the residual ``A - L`` (1.4826 x its median absolute deviation). The background model
+  either fixed (grey levels, 0..255) or automatic, per pixel, from the noise of the
+  camera and of each pixel (:mod:`bpvideo.thresholds`); pixels that look like a cast
+  shadow on the background are left out (:mod:`bpvideo.shadows`). The background model
   ``L`` is what RPCA estimates well; the support of ``S`` is forced to a fixed size by the
   sparsity constraint (``alpha n`` entries per pixel row), so it marks a fixed fraction of
   every pixel's frames as foreground whether anything moved there or not.
@@ -16,8 +17,6 @@ then removal of connected blobs smaller than ``min_area`` pixels.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -25,14 +24,21 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.settings import default
+from bpvideo.shadows import shadow_pixels
+from bpvideo.thresholds import (
+    MaskModel,
+    SampleBlock,
+    agreement,
+    model_from_blocks,
+    temporal_noise,
+)
 
-__all__ = ["MaskResult", "clean_mask", "foreground_masks", "mask_threshold", "noise_level"]
+__all__ = ["MaskModel", "MaskResult", "clean_mask", "foreground_masks", "sample_model"]
 
-#: Smallest automatic threshold, in grey levels: below this, compression noise dominates.
-MIN_AUTO_THRESHOLD = 6.0
-_NOISE_SAMPLE = 1_000_000
 #: float32 entries of |A - L| computed at a time (a temporary that stays in cache).
 _BLOCK = 1 << 21
+#: Frames of the data sampled (evenly) for an automatic threshold made from them.
+SAMPLE_FRAMES = 32
 
 
 @dataclass
@@ -43,97 +49,75 @@ class MaskResult:
     ----------
     masks : (n, H, W) bool ndarray
         One mask per frame, True = foreground.
-    threshold : float or None
-        Threshold on ``|A - L|`` in grey levels (None for the support rule).
-    noise : float or None
-        Robust noise level of the residual (None for a fixed threshold or the support rule).
+    model : MaskModel or None
+        The thresholds (None for the support rule).
     """
 
     masks: np.ndarray
-    threshold: float | None
-    noise: float | None
+    model: MaskModel | None
+
+    @property
+    def threshold(self) -> float | None:
+        """The global threshold in grey levels (None for the support rule)."""
+        return None if self.model is None else self.model.threshold
 
 
-def noise_level(
+def sample_model(
     A: np.ndarray,
-    L: np.ndarray | Callable[[np.ndarray], np.ndarray],
-    observed: np.ndarray | None = None,
+    L: np.ndarray,
+    frame_shape: tuple[int, ...],
     *,
-    seed: int = 0,
-) -> float:
-    """Robust standard deviation of the residual ``A - L``: 1.4826 x MAD.
-
-    Estimated on a sample of at most one million observed entries: every ``k``-th entry
-    in memory order from an offset set by ``seed``, with ``k`` coprime to the number of
-    columns, so that the sample spreads over every column and row (a strided view: no
-    random gather).
-
-    Parameters
-    ----------
-    A : ndarray
-        Data (any real dtype).
-    L : ndarray of A's shape, or callable
-        Background; or a function that returns the entries of the background at flat
-        (C-order) indices of ``A``, for a background that is not held whole.
-    observed : bool ndarray, optional
-        Observation mask of A's shape; unobserved entries are left out.
-    seed : int
-        Chooses the offset of the sample.
-
-    Returns
-    -------
-    float
-    """
-    size = A.size
-    k = max(1, -(-size // _NOISE_SAMPLE))
-    cols = A.shape[-1] if A.ndim > 1 else 1
-    while k > 1 and math.gcd(k, cols) != 1:
-        k += 1
-    offset = seed % k
-    a = A.reshape(-1)[offset::k]
-    if callable(L):
-        sample = np.asarray(L(np.arange(offset, size, k)), dtype=np.float32)
-    else:
-        sample = L.reshape(-1)[offset::k]
-    e = np.subtract(a, sample, dtype=np.float32)
-    if observed is not None:
-        e = e[observed.reshape(-1)[offset::k]]
-    if e.size == 0:
-        return 0.0
-    e -= np.median(e)
-    np.abs(e, out=e)
-    return float(1.4826 * np.median(e))
-
-
-def mask_threshold(
-    A: np.ndarray,
-    L: np.ndarray | Callable[[np.ndarray], np.ndarray],
     observed: np.ndarray | None = None,
-    *,
+    frames: np.ndarray | None = None,
     threshold: float | str = default("threshold"),
     threshold_k: float = default("threshold_k"),
-) -> tuple[float, float | None]:
-    """The threshold of the residual rule on ``|A - L|``, and the noise level behind it.
+    noise: str = default("noise"),
+) -> MaskModel:
+    """The :class:`~bpvideo.thresholds.MaskModel` of data held whole, from
+    :data:`SAMPLE_FRAMES` evenly spaced frames (and the frames right after them).
 
     Parameters
     ----------
-    A, L, observed
-        As for :func:`noise_level` (``L`` only read for ``threshold="auto"``).
-    threshold : float or "auto", default "auto"
-        A fixed threshold in grey levels, or ``max(threshold_k * noise, 6)``.
-    threshold_k : float, default 5
-        See ``threshold``.
-
-    Returns
-    -------
-    threshold : float
-    noise : float or None
-        None for a fixed threshold.
+    A, L : (m, n) or (n, *frame_shape) ndarray
+        Data and background.
+    frame_shape : (H, W) or (H, W, C)
+    observed : bool ndarray of A's shape, optional
+        Entries that agree with the background; when None, those within
+        :data:`~bpvideo.thresholds.AGREE_K` noise levels of it
+        (:func:`~bpvideo.thresholds.agreement`).
+    frames : (n, H, W, 3) uint8 ndarray, optional
+        The frames in colour, for the shadow test (None: shadows are kept).
+    threshold, threshold_k, noise
+        As the options of ``separate``.
     """
-    if threshold != "auto":
-        return float(threshold), None
-    noise = noise_level(A, L, observed)
-    return max(threshold_k * noise, MIN_AUTO_THRESHOLD), noise
+    frames_first = A.ndim == len(frame_shape) + 1
+    n = A.shape[0] if frames_first else A.shape[1]
+    cols = np.unique(np.linspace(0, max(n - 2, 0), min(n, SAMPLE_FRAMES)).round().astype(int))
+    nxt = np.minimum(cols + 1, n - 1)
+
+    def rows(M: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        if frames_first:
+            return np.ascontiguousarray(M[idx].reshape(len(idx), -1).T)
+        return np.ascontiguousarray(M[:, idx])
+
+    data, background = rows(A, cols), rows(L, cols).astype(np.float32, copy=False)
+    following = rows(A, nxt)
+    if observed is None:  # agreement from the residual itself
+        agree = agreement(data - background)
+        after = agreement(following - rows(L, nxt))
+    else:
+        agree, after = rows(observed, cols), rows(observed, nxt)
+    colour = None
+    if frames is not None:
+        colour = np.ascontiguousarray(frames[cols].reshape(len(cols), -1, 3).transpose(1, 0, 2))
+    sensor = None
+    if threshold == "auto":
+        sensor = temporal_noise(np.stack([data, following]), np.stack([agree, after]))
+    block = SampleBlock(data, background, agree, colour)
+    return model_from_blocks(
+        [block], frame_shape, sensor=sensor, threshold=threshold, threshold_k=threshold_k,
+        noise=noise,
+    )  # fmt: skip
 
 
 def _disk(radius: int) -> np.ndarray:
@@ -195,9 +179,12 @@ def foreground_masks(
     frame_shape: tuple[int, ...],
     *,
     rule: str = default("mask_rule"),
-    threshold: float | str = default("threshold"),
+    threshold: float | str | MaskModel = default("threshold"),
     threshold_k: float = default("threshold_k"),
+    noise: str = default("noise"),
+    shadows: str = default("shadows"),
     observed: np.ndarray | None = None,
+    frames: np.ndarray | None = None,
     open_radius: int = default("open_radius"),
     close_radius: int = default("close_radius"),
     min_area: int = default("min_area"),
@@ -215,12 +202,18 @@ def foreground_masks(
         is foreground when any channel is.
     rule : {"residual", "support"}, default "residual"
         See the module docstring.
-    threshold : float or "auto", default "auto"
-        Threshold on ``|A - L|`` in grey levels.
-    threshold_k : float, default 5
-        With ``threshold="auto"``: threshold = ``max(threshold_k * noise, 6)``.
+    threshold : float, "auto" or MaskModel, default "auto"
+        Threshold on ``|A - L|`` in grey levels; "auto" makes a
+        :class:`~bpvideo.thresholds.MaskModel` from the data (:func:`sample_model`); a
+        model made beforehand (a window's) is used as it is.
+    threshold_k, noise : default 6, "local"
+        See :mod:`bpvideo.thresholds` (``threshold="auto"`` only).
+    shadows : {"remove", "keep"}, default "remove"
+        Leave out pixels that look like cast shadows (needs ``frames``).
     observed : bool ndarray of A's shape, optional
         Observation mask: unobserved pixels are never foreground before the clean-up.
+    frames : (n, H, W, 3) uint8 ndarray, optional
+        The frames in colour (BGR), for the shadow test.
     open_radius, close_radius, min_area : int, default 1, 3, 25
         Clean-up, see :func:`clean_mask`. Every default is the CLI's
         (:mod:`bpvideo.settings`).
@@ -233,8 +226,7 @@ def foreground_masks(
     if L.shape != A.shape:
         raise InputError(f"background shape {L.shape} differs from data shape {A.shape}")
     n = A.shape[0] if frames_first else A.shape[1]
-    noise: float | None = None
-    value: float | None = None
+    model: MaskModel | None = None
     raw = np.empty(A.shape, dtype=bool)
     if rule == "support":
         if S is None:
@@ -244,15 +236,15 @@ def foreground_masks(
             )
         np.not_equal(S, 0, out=raw)
     elif rule == "residual":
-        value, noise = mask_threshold(A, L, observed, threshold=threshold, threshold_k=threshold_k)
-        rows = max(1, _BLOCK // (A[0].size if A.ndim > 1 else 1))
-        tmp = np.empty((min(rows, len(A)), *A.shape[1:]), dtype=np.float32)
-        for lo in range(0, len(A), rows):
-            hi = min(len(A), lo + rows)
-            t = tmp[: hi - lo]
-            np.subtract(A[lo:hi], L[lo:hi], out=t)
-            np.abs(t, out=t)
-            np.greater(t, value, out=raw[lo:hi])
+        if isinstance(threshold, MaskModel):
+            model = threshold
+        else:
+            model = sample_model(
+                A, L, frame_shape, observed=observed,
+                frames=frames if shadows == "remove" else None, threshold=threshold,
+                threshold_k=threshold_k, noise=noise,
+            )  # fmt: skip
+        _exceeds(A, L, model, frames_first, frame_shape, raw)
     else:
         raise InputError(
             "{mask_rule=} must be one of: residual, support", option=("mask_rule", rule)
@@ -260,20 +252,62 @@ def foreground_masks(
     if observed is not None:
         raw &= observed
     if frames_first:
-        frames = raw
+        out = raw
     elif raw.ndim == 2 and max(raw.shape) < 2**31:  # one transposed copy, by OpenCV
-        frames = cv2.transpose(raw.view(np.uint8)).view(bool).reshape((n, *frame_shape))
+        out = cv2.transpose(raw.view(np.uint8)).view(bool).reshape((n, *frame_shape))
     else:  # pragma: no cover - more than 2**31 rows
-        frames = np.ascontiguousarray(raw.T).reshape((n, *frame_shape))
+        out = np.ascontiguousarray(raw.T).reshape((n, *frame_shape))
     del raw
-    if frames.ndim == 4:
-        frames = frames.any(axis=3)
+    if out.ndim == 4:
+        out = out.any(axis=3)
     for j in range(n):
+        if model is not None and model.shade is not None and frames is not None and out[j].any():
+            grey, bg = _grey_frame(A, L, j, frames_first, frame_shape)
+            out[j] &= ~shadow_pixels(grey, bg, frames[j], model.shade)
         clean_mask(
-            frames[j],
+            out[j],
             open_radius=open_radius,
             close_radius=close_radius,
             min_area=min_area,
-            out=frames[j],
+            out=out[j],
         )
-    return MaskResult(masks=frames, threshold=value, noise=noise)
+    return MaskResult(masks=out, model=model)
+
+
+def _exceeds(
+    A: np.ndarray,
+    L: np.ndarray,
+    model: MaskModel,
+    frames_first: bool,
+    frame_shape: tuple[int, ...],
+    out: np.ndarray,
+) -> None:
+    """``out = |A - L| > model.limit``, a block of frames (or rows) at a time."""
+    limit = model.limit
+    if isinstance(limit, np.ndarray):
+        if len(frame_shape) == 3:  # one threshold per pixel, for each of its channels
+            limit = np.repeat(limit[..., None], frame_shape[2], axis=2)
+        limit = limit.reshape(frame_shape) if frames_first else limit.reshape(-1, 1)
+    rows = max(1, _BLOCK // (A[0].size if A.ndim > 1 else 1))
+    tmp = np.empty((min(rows, len(A)), *A.shape[1:]), dtype=np.float32)
+    for lo in range(0, len(A), rows):
+        hi = min(len(A), lo + rows)
+        t = tmp[: hi - lo]
+        np.subtract(A[lo:hi], L[lo:hi], out=t)
+        np.abs(t, out=t)
+        lim = limit if not isinstance(limit, np.ndarray) or frames_first else limit[lo:hi]
+        np.greater(t, lim, out=out[lo:hi])
+
+
+def _grey_frame(
+    A: np.ndarray, L: np.ndarray, j: int, frames_first: bool, frame_shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Frame ``j`` of ``A`` and of ``L`` in grey levels (H, W) float32."""
+    a = A[j] if frames_first else A[:, j].reshape(frame_shape)
+    b = L[j] if frames_first else L[:, j].reshape(frame_shape)
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    if a.ndim == 3:
+        a = cv2.cvtColor(a, cv2.COLOR_BGR2GRAY)
+        b = cv2.cvtColor(b, cv2.COLOR_BGR2GRAY)
+    return a, b

@@ -47,6 +47,11 @@ METHODS = ("bestpair", "ncf", "ialm", "godec", "rpca_gd")
 INIT_METHODS = ("bestpair", "ncf")
 MASK_RULES = ("residual", "support")
 INITS = ("robust", "zeros", "median")
+#: The paper's alpha: what ``sparsity="auto"`` means for a solve without a reference
+#: background (``background_from="none"``, the support rule).
+PAPER_SPARSITY = 0.1
+NOISES = ("local", "global")
+SHADOWS = ("remove", "keep")
 PIX_FMTS = ("gray", "bgr24")
 
 # --- bounds -----------------------------------------------------------------------------
@@ -194,14 +199,17 @@ class SeparateSettings:
         choices=METHODS,
     )
     rank: int = option(2, "int", "Rank r of the background.", low=1, limit=1000)
-    sparsity: float = option(
-        0.1,
-        "float",
-        "Sparsity alpha of the foreground: fraction of non-zeros per row/column.",
+    sparsity: float | str = option(
+        "auto",
+        "threshold",
+        "Sparsity alpha of the foreground: fraction of non-zeros per row/column of S; auto = "
+        "from the data (the foreground the reference background finds, see "
+        "docs/method.md), a number keeps the paper's T_alpha exactly.",
         low=0,
         high=1,
         low_open=True,
         high_open=True,
+        metavar="ALPHA|auto",
     )
     gamma: float = option(1.1, "float", "Step size gamma of the APG.", low=0, high=2, low_open=True)
     a: float = option(
@@ -238,6 +246,24 @@ class SeparateSettings:
         low_open=True,
         metavar="F|auto",
     )
+    # --- reference background ------------------------------------------------------------
+    background_from: str = option(
+        "auto",
+        "reference",
+        "The empty scene the solver compares frames with: auto = each pixel's stillest frames "
+        "(people who linger are not taken for background), IMAGE = a picture of the empty "
+        "scene, START:END = frames of the input where the scene is empty, none = plain robust "
+        "PCA (every entry observed).",
+        metavar="auto|IMAGE|START:END|none",
+    )
+    absorb: float = option(
+        60.0,
+        "float",
+        "Seconds after which a lasting change (a parked car, a moved chair) becomes "
+        "background, across windows; 0 = never.",
+        low=0,
+        metavar="SECONDS",
+    )
     # --- foreground masks ----------------------------------------------------------------
     mask_rule: str = option(
         "residual",
@@ -248,19 +274,34 @@ class SeparateSettings:
     threshold: float | str = option(
         "auto",
         "threshold",
-        "Threshold on |A - L| in grey levels (0-255), or 'auto' from the residual's noise level.",
+        "Threshold on |A - L| in grey levels (0-255), or 'auto': per pixel, from the camera's "
+        "noise and each pixel's own spread (see --noise).",
         low=0,
         high=255,
         low_open=True,
         metavar="T|auto",
     )
     threshold_k: float = option(
-        5.0,
+        6.0,
         "float",
-        "With --threshold auto: multiple of the robust noise level.",
+        "With --threshold auto: noise levels a foreground pixel is away from the background.",
         low=0,
         limit=1000,
         low_open=True,
+    )
+    noise: str = option(
+        "local",
+        "str",
+        "With --threshold auto: local = each pixel also gets k x its own spread about the "
+        "background (leaves, water, flicker), global = the camera's noise only.",
+        choices=NOISES,
+    )
+    shadows: str = option(
+        "remove",
+        "str",
+        "Cast shadows (darker, same colour and texture as the background): remove them from "
+        "the masks, or keep them as foreground.",
+        choices=SHADOWS,
     )
     open_radius: int = option(
         1,
@@ -416,7 +457,14 @@ class SeparateSettings:
 
     def solver_args(self) -> tuple[Any, ...]:
         """Positional arguments after ``A`` of the solver for :attr:`method`."""
-        return () if self.method == "ialm" else (self.rank, self.sparsity)
+        return () if self.method == "ialm" else (self.rank, self.solver_sparsity)
+
+    @property
+    def solver_sparsity(self) -> float:
+        """``sparsity`` as a number: "auto" is :data:`PAPER_SPARSITY` here (a solve with a
+        reference background estimates it instead, see
+        :func:`bpvideo.pipeline.reference.auto_sparsity`)."""
+        return PAPER_SPARSITY if self.sparsity == "auto" else float(self.sparsity)
 
     def mask_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`bpvideo.masks.foreground_masks` (rule and clean-up)."""
@@ -424,6 +472,8 @@ class SeparateSettings:
             "rule": self.mask_rule,
             "threshold": self.threshold,
             "threshold_k": self.threshold_k,
+            "noise": self.noise,
+            "shadows": self.shadows,
             "open_radius": self.open_radius,
             "close_radius": self.close_radius,
             "min_area": self.min_area,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bpvideo.masks import clean_mask, foreground_masks, noise_level
+from bpvideo.masks import clean_mask, foreground_masks
 
 
 @pytest.mark.parametrize("frame_shape", [(24, 32), (12, 16, 3)])
@@ -21,7 +21,7 @@ def test_masks_of_columns_and_of_frames_agree(frame_shape) -> None:
     assert by_columns.threshold == by_frames.threshold
     np.testing.assert_array_equal(by_columns.masks, by_frames.masks)
     assert by_columns.masks[::3].any() and not by_columns.masks[1::3].any()
-    assert 1.5 < noise_level(A, L) < 2.5  # the noise drawn: sigma 2
+    assert 1.5 < by_columns.model.noise < 2.5  # the noise drawn: sigma 2
 
 
 def test_clean_mask_in_place_equals_a_new_mask() -> None:

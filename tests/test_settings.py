@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpvideo.errors import InputError
-from bpvideo.masks import foreground_masks, mask_threshold
+from bpvideo.masks import foreground_masks, sample_model
 from bpvideo.settings import (
     SeparateSettings,
     check_value,
@@ -91,12 +91,13 @@ def test_low_level_defaults_are_the_tables() -> None:
     assert inspect.signature(initial_point).parameters["init"].default == table["init"]
     masks = inspect.signature(foreground_masks).parameters
     for param, name in (("rule", "mask_rule"), ("threshold", "threshold"),
-                        ("threshold_k", "threshold_k"), ("open_radius", "open_radius"),
+                        ("threshold_k", "threshold_k"), ("noise", "noise"),
+                        ("shadows", "shadows"), ("open_radius", "open_radius"),
                         ("close_radius", "close_radius"), ("min_area", "min_area")):  # fmt: skip
         assert masks[param].default == table[name], param
-    assert (masks["threshold_k"].default, masks["close_radius"].default) == (5.0, 3)
+    assert (masks["threshold_k"].default, masks["close_radius"].default) == (6.0, 3)
     assert masks["min_area"].default == 25
-    assert inspect.signature(mask_threshold).parameters["threshold_k"].default == 5.0
+    assert inspect.signature(sample_model).parameters["threshold_k"].default == 6.0
     assert default("rank") == 2 and default("solve_scale") == "auto"
 
 

@@ -65,7 +65,13 @@ class WindowReport:
     change : float or None
         Final relative change.
     threshold, noise : float or None
-        Mask threshold on ``|A - L|`` and the noise level it came from.
+        Mask threshold on ``|A - L|`` (the global one; pixels may have higher ones) and
+        the camera's noise level it came from.
+    sparsity : float or None
+        The alpha the solver ran with (``sparsity="auto"`` resolved).
+    observed : float or None
+        Fraction of the window's entries the solver observed (those the reference
+        background explains), None without a reference.
     """
 
     first_frame: int
@@ -78,6 +84,8 @@ class WindowReport:
     change: float | None
     threshold: float | None
     noise: float | None
+    sparsity: float | None = None
+    observed: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry of ``windows.list`` (without ``method``: the solver section has it)."""

@@ -21,6 +21,7 @@ from bpvideo.io.video import Video
 from bpvideo.masks import foreground_masks
 from bpvideo.pipeline.scale import Background
 from bpvideo.settings import SeparateSettings
+from bpvideo.thresholds import MaskModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.pipeline.run import Plan
@@ -110,8 +111,8 @@ class Window:
         ``(H, W)`` (grey) or ``(H, W, 3)`` (colour): how a column of ``L`` is a frame.
     report : WindowReport or None
         How the window was solved (None for a learned background).
-    threshold : float or None
-        Threshold on ``|A - L|`` of the masks (None for the support rule).
+    model : MaskModel or None
+        The thresholds of the masks (None for the support rule).
     observed : float
         Frames observed (the sum over the new frames of their observed fraction).
     plan : Plan
@@ -126,7 +127,7 @@ class Window:
         S: np.ndarray | None,
         *,
         settings: SeparateSettings,
-        threshold: float | None,
+        model: MaskModel | None,
         plan: Plan,
         index: int = 0,
         report: WindowReport | None = None,
@@ -139,7 +140,7 @@ class Window:
         self.background = L.select(new_from, n)
         self.frame_shape = tuple(video.frame_shape)
         self.report = report
-        self.threshold = threshold
+        self.model = model
         self.plan = plan
         observed = n - new_from
         if video.mask is not None:
@@ -196,6 +197,11 @@ class Window:
         return masked_frames(self.frames, self.masks)
 
     @property
+    def threshold(self) -> float | None:
+        """The global threshold of the masks in grey levels (None for the support rule)."""
+        return None if self.model is None else self.model.threshold
+
+    @property
     def foreground_pixels(self) -> int:
         """Foreground pixels of the masks."""
         if self._streamed is not None:
@@ -248,14 +254,15 @@ class Window:
         else:
             A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
         kwargs = self._settings.mask_kwargs()
-        if self.threshold is not None:
-            kwargs["threshold"] = self.threshold
+        if self.model is not None:
+            kwargs["threshold"] = self.model
         masks = foreground_masks(
             A,
             Lc,
             None if S is None else S[:, lo:hi],
             shape,
             observed=None if video.mask is None else video.mask[:, lo:hi],
+            frames=video.frames[lo:hi],
             **kwargs,
         ).masks
         t2 = time.perf_counter()

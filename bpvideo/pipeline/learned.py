@@ -29,6 +29,7 @@ from bpvideo.pipeline.run import Plan, iter_windows
 from bpvideo.pipeline.scale import Background
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers._common import Callback
+from bpvideo.thresholds import MaskModel
 
 __all__ = ["APPLY_FRAMES", "LearnedBackground", "iter_learned_windows", "learn"]
 
@@ -58,7 +59,10 @@ class LearnedBackground:
     native_size : (int, int)
         ``(width, height)`` of the frames before ``scale``.
     threshold : float or None
-        Threshold on ``|A - L|`` of the masks (the median of the windows' thresholds).
+        Global threshold on ``|A - L|`` of the masks (the median of the windows').
+    model : MaskModel or None
+        The thresholds of the last window's masks (per pixel, shadows), used for every
+        new frame (None for the support rule).
     mean : (q,) float64 ndarray
         Mean coefficients of the learned frames' backgrounds in ``basis``: where the fit of
         a new frame starts, and what it falls back to in directions its pixels leave
@@ -77,6 +81,7 @@ class LearnedBackground:
     frame_shape: tuple[int, ...]
     native_size: tuple[int, int]
     threshold: float | None
+    model: MaskModel | None
     mean: np.ndarray
     precision: np.ndarray
     image: np.ndarray
@@ -121,6 +126,7 @@ def learn(
         frame_shape=last.frame_shape,
         native_size=source.native_size,
         threshold=threshold,
+        model=last.model,
         mean=mean,
         precision=precision,
         image=image,
@@ -163,7 +169,7 @@ def robust_coefficients(learned: LearnedBackground, A: np.ndarray) -> np.ndarray
     Q = np.asarray(learned.basis, dtype=np.float32)
     A = np.asarray(A, dtype=np.float32)
     m, q = Q.shape
-    threshold = float(learned.threshold or 0.0)
+    threshold = _row_limits(learned, m)
     full = (Q.T @ A).astype(np.float64)  # Q^T a over every pixel
     # Q^T diag(o) Q of every frame at once: its q*q entries are the products of columns
     # of Q summed over the pixels left out, one matrix product over all frames
@@ -177,6 +183,15 @@ def robust_coefficients(learned: LearnedBackground, A: np.ndarray) -> np.ndarray
         rhs = full - (Q.T @ (left_out * A)).astype(np.float64) + prior
         C = np.linalg.solve(gram, rhs.T[:, :, None])[:, :, 0].T
     return C.astype(np.float32)
+
+
+def _row_limits(learned: LearnedBackground, m: int) -> float | np.ndarray:
+    """The mask thresholds of the rows of a data matrix: a number, or (m, 1) per pixel."""
+    model = learned.model
+    if model is None or model.local is None:
+        return float(learned.threshold or 0.0)
+    per_pixel = model.local.reshape(-1, 1)
+    return np.repeat(per_pixel, m // len(per_pixel), axis=0)
 
 
 def iter_learned_windows(
@@ -200,8 +215,7 @@ def iter_learned_windows(
             f"was learned on {learned.frame_shape[1]}x{learned.frame_shape[0]}: learn it on "
             "frames of the same camera and size"
         )
-    threshold = learned.threshold
-    if threshold is None:  # the support rule is refused with a learned background
+    if learned.model is None:  # the support rule is refused with a learned background
         raise InputError("a learned background needs the residual rule: use mask_rule='residual'")
     clock = clock or Stopwatch()
     frames = iter(source.frames)
@@ -215,7 +229,7 @@ def iter_learned_windows(
         C = robust_coefficients(learned, video.data)
         clock.add("solve", time.perf_counter() - t2)
         L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
-        window = Window(video, 0, L, None, settings=settings, threshold=threshold,
+        window = Window(video, 0, L, None, settings=settings, model=learned.model,
                         plan=learned.plan, index=index, clock=clock)  # fmt: skip
         del video, C, L
         yield window

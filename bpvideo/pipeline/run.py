@@ -17,16 +17,26 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
+from bpvideo.errors import InputError
 from bpvideo.io.observation import load_observation_mask, random_observation
 from bpvideo.io.sources import FrameSource
 from bpvideo.io.summary import Stopwatch, WindowReport
 from bpvideo.io.video import Video, video_from_frames
-from bpvideo.masks import mask_threshold
+from bpvideo.pipeline.empty_scene import span_scene
 from bpvideo.pipeline.finished import OUTPUT_FRAMES, Block, Window, columns_to_frames, masked_frames
-from bpvideo.pipeline.scale import Background, effective_solve_scale
-from bpvideo.pipeline.solve import WarmUp, solve_entries, solve_window
+from bpvideo.pipeline.reference import Reference
+from bpvideo.pipeline.scale import (
+    Background,
+    effective_solve_scale,
+    resize_columns,
+    scaled_size,
+    solved_video_size,
+)
+from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
+from bpvideo.pipeline.statistics import window_model
 from bpvideo.pipeline.windows import (
     CARRY_FRAMES,
     check_window,
@@ -34,7 +44,7 @@ from bpvideo.pipeline.windows import (
     plan_window,
     planned_memory,
 )
-from bpvideo.settings import SeparateSettings
+from bpvideo.settings import SeparateSettings, format_span
 from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
 from bpvideo.solvers.backends import get_backend
@@ -108,6 +118,7 @@ def iter_windows(
     clock: Stopwatch | None = None,
     outputs: bool = True,
     plan: Plan | None = None,
+    empty_scene: np.ndarray | tuple[int, int | None] | None = None,
 ) -> Iterator[Window]:
     """Solve ``source`` window by window; yield each :class:`Window` as it is finished.
 
@@ -126,6 +137,10 @@ def iter_windows(
         (False: a consumer that only wants the backgrounds and reports).
     plan : Plan, optional
         :func:`plan_run` of the stream, when already made.
+    empty_scene : (m,) ndarray or (int, int or None), optional
+        A given empty scene (``background_from``): a data column of the frames' size, or
+        the span of the first window's frames to take it from (a stream that cannot be
+        read twice).
 
     Yields
     ------
@@ -142,12 +157,17 @@ def iter_windows(
     plan = plan or plan_run(source, settings)
     warm = _warm_up(source, settings, plan)
     state = _Carry()
+    if isinstance(empty_scene, np.ndarray):
+        state.give(empty_scene, _frame_shape(source, settings), plan.solve_scale)
     chunks = chunk_windows(
         source.frames, plan.window, settings.overlap, plan.whole_max, 2 * settings.rank + 2
     )
     t_read = clock.started
     for index, (chunk, new_from) in enumerate(chunks):
         clock.add("read", time.perf_counter() - t_read)
+        if index == 0 and isinstance(empty_scene, tuple):
+            state.give(_first_frames_scene(chunk, empty_scene, settings, source.name),
+                       _frame_shape(source, settings), plan.solve_scale)  # fmt: skip
         video = _window_video(source, settings, plan, chunk, new_from, state, index)
         del chunk
         if index == 0:
@@ -156,15 +176,17 @@ def iter_windows(
         if warm is not None:
             warm.join()
             warm = None
-        result, L, S, state.detail = solve_window(
+        solved = solve_window(
             video, settings, state.columns(), callback=callback, scale=plan.solve_scale,
-            previous_detail=state.detail, new_from=new_from,
+            previous_detail=state.detail, new_from=new_from, reference=state.reference,
         )  # fmt: skip
+        state.detail, state.reference = solved.detail, solved.reference
         clock.add("solve", time.perf_counter() - t)
-        window = _finish(video, new_from, L, S, result, settings, plan, index, state, clock)
-        _log_window(window, result, plan, clock, t_read)
-        state.keep(L, video.n_frames, plan)
-        del video, result, L, S
+        window = _finish(video, new_from, solved, settings, plan, index, state, clock)
+        _log_window(window, solved.result, plan, clock, t_read)
+        if not uses_reference(settings):
+            state.keep(solved.L, video.n_frames, plan)
+        del video, solved
         yield window
         window.release(outputs)
         del window  # the consumer's to keep: not held while the next window is solved
@@ -174,12 +196,28 @@ def iter_windows(
 
 
 class _Carry:
-    """What one window hands on to the next: background columns, detail, frames done."""
+    """What one window hands on to the next: the reference background (or background
+    columns, without one), the detail, the frames done."""
 
-    def __init__(self) -> None:
+    def __init__(self, reference: Reference | None = None) -> None:
         self.carried: np.ndarray | tuple[Background, np.ndarray] | None = None
+        self.reference = reference
         self.detail: np.ndarray | None = None
         self.done = 0
+
+    def give(self, scene: np.ndarray, frame_shape: tuple[int, ...], solve_scale: float) -> None:
+        """Start from a given empty scene (a data column): the reference, and the detail
+        the solve scale loses."""
+        if solve_scale >= 1.0:
+            self.reference = Reference.given(scene)
+            return
+        size = scaled_size(frame_shape, solve_scale)
+        small_shape = (size[1], size[0], *frame_shape[2:])
+        column = scene.reshape(-1, 1)
+        small = resize_columns(column, frame_shape, size, cv2.INTER_AREA)
+        self.reference = Reference.given(small[:, 0])
+        up = resize_columns(small, small_shape, solved_video_size(frame_shape), cv2.INTER_LINEAR)
+        self.detail = (column - up).astype(np.float32)
 
     def columns(self) -> np.ndarray | None:
         """The carried background columns (formed now when kept as factors)."""
@@ -193,6 +231,36 @@ class _Carry:
             pick = np.unique(np.linspace(0, n - 1, min(n, CARRY_FRAMES)).round().astype(int))
             # kept as (background, columns) when factored: formed only if another window comes
             self.carried = L.take(pick) if L.dense is not None else (L, pick)
+
+
+def _frame_shape(source: FrameSource, settings: SeparateSettings) -> tuple[int, ...]:
+    """How a column of the data matrix is a frame."""
+    return (source.height, source.width) if settings.gray else (source.height, source.width, 3)
+
+
+def _first_frames_scene(
+    chunk: list[tuple[int, np.ndarray]],
+    span: tuple[int, int | None],
+    settings: SeparateSettings,
+    name: str,
+) -> np.ndarray:
+    """A given empty scene from frames ``span`` of the input (0-based, as ``--learn``), in
+    a stream's first window."""
+    start, end = span
+    first = settings.start + settings.step * (len(chunk) - 1)
+    if end is None or end - 1 > first:
+        raise InputError(
+            f"{name}: {{background_from}} {format_span(span)} must end by frame {first + 1} "
+            "(the first window of a stream that cannot be read twice): give an IMAGE of the "
+            "empty scene, or a larger {window}",
+            option=("background_from", settings.background_from),
+        )
+    picked = (
+        frame
+        for i, (_, frame) in enumerate(chunk)
+        if start <= settings.start + settings.step * i < end
+    )
+    return span_scene(picked, gray=settings.gray, what=name)
 
 
 def _warm_up(source: FrameSource, settings: SeparateSettings, plan: Plan) -> WarmUp | None:
@@ -238,27 +306,21 @@ def _window_video(
 def _finish(
     video: Video,
     new_from: int,
-    L: Background,
-    S: np.ndarray | None,
-    result: SolverResult,
+    solved: Solved,
     settings: SeparateSettings,
     plan: Plan,
     index: int,
     state: _Carry,
     clock: Stopwatch,
 ) -> Window:
-    """The :class:`Window` of a solved window: the threshold of its masks and its report."""
+    """The :class:`Window` of a solved window: the thresholds of its masks and its report."""
     t = time.perf_counter()
-    threshold: float | None = None
-    noise: float | None = None
-    if settings.mask_rule == "residual":
-        level = L.dense if L.dense is not None else L.entries
-        threshold, noise = mask_threshold(
-            video.data, level, video.mask, threshold=settings.threshold,
-            threshold_k=settings.threshold_k,
-        )  # fmt: skip
+    model = window_model(
+        video, solved.L, settings, new_from=new_from, observed=solved.observed, rows=solved.rows
+    )
     clock.add("masks", time.perf_counter() - t)
     n = video.n_frames
+    result = solved.result
     report = WindowReport(
         first_frame=state.done,
         frames=n,
@@ -268,11 +330,13 @@ def _finish(
         converged=result.converged,
         residual=result.residual,
         change=result.changes[-1] if result.changes else None,
-        threshold=threshold,
-        noise=noise,
+        threshold=None if model is None else model.threshold,
+        noise=None if model is None else model.noise,
+        sparsity=solved.sparsity,
+        observed=None if solved.observed is None else float(solved.observed.mean()),
     )
     state.done += n - new_from
-    return Window(video, new_from, L, S, settings=settings, threshold=threshold, plan=plan,
+    return Window(video, new_from, solved.L, solved.S, settings=settings, model=model, plan=plan,
                   index=index, report=report, clock=clock)  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from bpvideo.solvers import SolverResult
+from bpvideo.thresholds import masked_median
 
 __all__ = [
     "AUTO_SOLVE_PIXELS",
@@ -22,6 +23,7 @@ __all__ = [
     "effective_solve_scale",
     "median_detail",
     "nearest_rows",
+    "reference_detail",
     "resize_columns",
     "scaled_size",
     "solved_video_size",
@@ -152,6 +154,44 @@ def median_detail(
     return med
 
 
+def reference_detail(
+    data: np.ndarray,
+    frame_shape: tuple[int, ...],
+    small_size: tuple[int, int],
+    observed: np.ndarray,
+    rows: np.ndarray,
+    fallback: np.ndarray,
+) -> np.ndarray:
+    """Fine detail of the background that a solve at ``small_size`` loses, from the entries
+    the solver observed.
+
+    As :func:`median_detail`, with the per-pixel median taken over the frames where the
+    pixel agreed with the reference background (``observed`` at the solve scale, read
+    through the nearest-neighbour row map ``rows``), so that a person who lingers leaves
+    no outline in the background. A pixel that agreed in none of the sampled frames (a
+    person there all along) takes ``fallback``: the best guess of the background there.
+
+    Returns
+    -------
+    (m, 1) float32 ndarray
+    """
+    n = data.shape[1]
+    cols = np.unique(np.linspace(0, n - 1, min(n, DETAIL_FRAMES)).round().astype(np.intp))
+    agree = observed[:, cols][rows]
+    med = masked_median(data[:, cols], agree).astype(np.float32).reshape(-1, 1)
+    unknown = np.isnan(med)
+    med[unknown] = np.asarray(fallback, dtype=np.float32).reshape(-1, 1)[unknown]
+    small_shape = (small_size[1], small_size[0], *frame_shape[2:])
+    blur = resize_columns(
+        resize_columns(med, frame_shape, small_size, cv2.INTER_AREA),
+        small_shape,
+        solved_video_size(frame_shape),
+        cv2.INTER_LINEAR,
+    )
+    med -= blur
+    return med
+
+
 class Background:
     """The full-resolution background ``L`` (m x k) of a window: dense, or ``left @ right.T``.
 
@@ -204,6 +244,18 @@ class Background:
         if self.dense is not None:
             return np.ascontiguousarray(self.dense[:, lo:hi].T).reshape(-1, *frame_shape)
         return (self.right[lo:hi] @ self.left.T).reshape(-1, *frame_shape)
+
+    def block(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray:
+        """Rows ``lo:hi`` of the columns ``cols`` of ``L``: (hi - lo, len(cols)) float32."""
+        if self.dense is not None:
+            return np.ascontiguousarray(self.dense[lo:hi][:, cols], dtype=np.float32)
+        return (self.left[lo:hi] @ self.right[cols].T).astype(np.float32, copy=False)
+
+    def rows(self, index: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Rows ``index`` of the columns ``cols`` of ``L``: (len(index), len(cols)) float32."""
+        if self.dense is not None:
+            return np.asarray(self.dense[index][:, cols], dtype=np.float32)
+        return (self.left[index] @ self.right[cols].T).astype(np.float32, copy=False)
 
     def entries(self, index: np.ndarray) -> np.ndarray:
         """Entries of ``L`` at flat (C-order) indices (see :func:`~bpvideo.masks.noise_level`)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import cv2
@@ -15,11 +16,17 @@ import numpy as np
 from bpvideo.errors import ConvergenceWarning
 from bpvideo.io.sources import FrameSource
 from bpvideo.io.video import Video
+from bpvideo.pipeline.reference import (
+    Reference,
+    auto_sparsity,
+    observe_background,
+)
 from bpvideo.pipeline.scale import (
     Background,
     effective_solve_scale,
     median_detail,
     nearest_rows,
+    reference_detail,
     resize_columns,
     scaled_size,
     solved_video_size,
@@ -37,7 +44,7 @@ from bpvideo.solvers import SolverResult, get_solver
 from bpvideo.solvers._common import Callback
 from bpvideo.solvers.backends import Backend
 
-__all__ = ["WarmUp", "solve", "solve_entries", "solve_window"]
+__all__ = ["Solved", "WarmUp", "solve", "solve_entries", "solve_window", "uses_reference"]
 
 logger = logging.getLogger("bpvideo")
 
@@ -49,27 +56,72 @@ def solve(
     callback: Callback | None = None,
     L0: np.ndarray | None = None,
     S0: np.ndarray | None = None,
+    sparsity: float | None = None,
 ) -> SolverResult:
     """Run the solver that ``settings.method`` names on ``video``.
 
     A :class:`~bpvideo.errors.ConvergenceWarning` is logged (not raised) and recorded in
     the result's ``converged`` flag. ``L0``/``S0`` give an explicit starting point (the
-    warm start of a window); otherwise ``settings.init`` chooses it.
+    warm start of a window); otherwise ``settings.init`` chooses it. ``sparsity`` is the
+    alpha of ``sparsity="auto"`` (:func:`~bpvideo.pipeline.reference.auto_sparsity`).
     """
     A = video.data if video.data.dtype.kind == "f" else video.data.astype(np.float32)
     kwargs: dict[str, Any] = dict(settings.solver_kwargs(), mask=video.mask, callback=callback)
     if (L0 is not None or S0 is not None) and "init" in kwargs:  # baselines start their own way
         kwargs.update(L0=L0, S0=S0)
     solver = get_solver(settings.method)
+    args = settings.solver_args()
+    if args and sparsity is not None:
+        args = (args[0], sparsity)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        result = solver(A, *settings.solver_args(), **kwargs)
+        result = solver(A, *args, **kwargs)
     for w in caught:
         if issubclass(w.category, ConvergenceWarning):
             logger.warning("%s", w.message)
         else:  # pragma: no cover - re-emit anything else
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return result
+
+
+@dataclass
+class Solved:
+    """One window solved.
+
+    Attributes
+    ----------
+    result : SolverResult
+        The solver's result (at the solve scale).
+    L : Background
+        Full-resolution background of the window's frames (factored when downscaled).
+    S : ndarray or None
+        Full-resolution sparse part (None when downscaled and not needed by the mask rule).
+    detail : (m, 1) ndarray or None
+        The detail image added to ``L`` (None at full resolution).
+    observed : (m', n) bool ndarray or None
+        The entries the solver observed (solve scale), with a reference background.
+    rows : ndarray or None
+        Row map from full-resolution pixels to ``observed``'s rows (None at full
+        resolution, where they are the same).
+    reference : Reference or None
+        The reference handed on to the next window.
+    sparsity : float or None
+        The alpha the solver ran with.
+    """
+
+    result: SolverResult
+    L: Background
+    S: np.ndarray | None
+    detail: np.ndarray | None = None
+    observed: np.ndarray | None = None
+    rows: np.ndarray | None = None
+    reference: Reference | None = None
+    sparsity: float | None = None
+
+
+def uses_reference(settings: SeparateSettings) -> bool:
+    """Whether the solve observes only the entries a reference background explains."""
+    return settings.background_from != "none" and settings.mask_rule == "residual"
 
 
 def solve_window(
@@ -81,15 +133,20 @@ def solve_window(
     scale: float | None = None,
     previous_detail: np.ndarray | None = None,
     new_from: int = 0,
-) -> tuple[SolverResult, Background, np.ndarray | None, np.ndarray | None]:
-    """Solve one window (with the previous window's background columns when ``carried``).
+    reference: Reference | None = None,
+) -> Solved:
+    """Solve one window.
 
     With a solve scale < 1 the solver runs on frames downscaled by that factor
     (``cv2.INTER_AREA``); ``L`` is upsampled back (:func:`upsample_factors`: the
-    solver's factors ``INTER_LINEAR``, plus the fine detail of the per-pixel median frame,
-    :func:`median_detail`, moving from ``previous_detail`` across the window), and ``S``
-    (nearest, only for ``--mask-rule support``), so that masks and outputs are computed at
-    full resolution.
+    solver's factors ``INTER_LINEAR``, plus the fine detail of the background,
+    moving from ``previous_detail`` across the window), and ``S`` (nearest, only for
+    ``--mask-rule support``), so that masks and outputs are computed at full resolution.
+
+    With a reference background (:func:`uses_reference`) the solver observes only the
+    entries it explains (:func:`~bpvideo.pipeline.reference.observe_background`, handed
+    ``reference``, the previous window's); otherwise every entry, and the previous
+    window's background columns (``carried``) are solved with the window's frames.
 
     Parameters
     ----------
@@ -99,38 +156,24 @@ def solve_window(
         The detail added at the end of the previous window.
     new_from : int
         First frame of the window not shared with the previous window.
+    reference : Reference, optional
+        The previous window's reference (or a given empty scene).
 
     Returns
     -------
-    result, L, S, detail
-        The solver's result, the full-resolution ``L`` (a :class:`Background`: dense at
-        full resolution, factored when downscaled) and ``S`` of the window's frames (``S``
-        None when downscaled and not needed by the mask rule), and the detail image added
-        to ``L`` (None at full resolution).
+    Solved
     """
     full_shape = tuple(video.frame_shape)
     if scale is None:
         scale = effective_solve_scale(settings.solve_scale, video.width, video.height)
-    if scale < 1.0:
-        size = scaled_size(full_shape, scale)
-        small_shape = (size[1], size[0], *full_shape[2:])
-        mask = None
-        if video.mask is not None:
-            mask = resize_columns(
-                video.mask.astype(np.float32), full_shape, size, cv2.INTER_NEAREST
-            ).astype(bool)
-        solved_video = Video(
-            data=resize_columns(video.data, full_shape, size, cv2.INTER_AREA),
-            frames=video.frames,
-            frame_shape=small_shape,
-            fps=video.fps,
-            source=video.source,
-            mask=mask,
-        )
-        if carried is not None:
-            carried = resize_columns(carried, full_shape, size, cv2.INTER_AREA)
-    else:
-        solved_video = video
+    solved_video, size, small_shape = _at_solve_scale(video, full_shape, scale)
+    if uses_reference(settings):
+        return _solve_observed(
+            video, solved_video, settings, small_shape, size, scale, callback,
+            previous_detail, new_from, reference,
+        )  # fmt: skip
+    if carried is not None and scale < 1.0:
+        carried = resize_columns(carried, full_shape, size, cv2.INTER_AREA)
     carry = 0
     if carried is None:
         result = solve(solved_video, settings, callback=callback)
@@ -138,7 +181,11 @@ def solve_window(
         carry = carried.shape[1]
         solved = with_carried(solved_video, carried)
         L0, S0 = warm_start(
-            solved.data, orthonormal(carried), settings.rank, settings.sparsity, solved.mask
+            solved.data,
+            orthonormal(carried),
+            settings.rank,
+            settings.solver_sparsity,
+            solved.mask,
         )
         result = solve(solved, settings, callback=callback, L0=L0, S0=S0)
         del L0, S0, solved
@@ -146,7 +193,7 @@ def solve_window(
     if scale >= 1.0:
         U, V = result.factors if result.factors is not None else (None, None)
         L = Background(result.L[:, own], U, None if V is None else V[own])
-        return result, L, result.S[:, own], None
+        return Solved(result, L, result.S[:, own])
     detail = median_detail(video.data, full_shape, size)
     L = upsample_factors(
         result, own, small_shape, full_shape, detail, previous_detail, ramp_from=new_from
@@ -154,7 +201,84 @@ def solve_window(
     S = None
     if settings.mask_rule == "support":
         S = result.S[:, own][nearest_rows(small_shape, solved_video_size(full_shape))]
-    return result, L, S, detail
+    return Solved(result, L, S, detail)
+
+
+def _at_solve_scale(
+    video: Video, full_shape: tuple[int, ...], scale: float
+) -> tuple[Video, tuple[int, int], tuple[int, ...]]:
+    """The window's frames at the solve scale, their size (w, h) and frame shape."""
+    if scale >= 1.0:
+        return video, solved_video_size(full_shape), full_shape
+    size = scaled_size(full_shape, scale)
+    small_shape = (size[1], size[0], *full_shape[2:])
+    mask = None
+    if video.mask is not None:
+        mask = resize_columns(
+            video.mask.astype(np.float32), full_shape, size, cv2.INTER_NEAREST
+        ).astype(bool)
+    small = Video(
+        data=resize_columns(video.data, full_shape, size, cv2.INTER_AREA),
+        frames=video.frames,
+        frame_shape=small_shape,
+        fps=video.fps,
+        source=video.source,
+        mask=mask,
+    )
+    return small, size, small_shape
+
+
+def _solve_observed(
+    video: Video,
+    small: Video,
+    settings: SeparateSettings,
+    small_shape: tuple[int, ...],
+    size: tuple[int, int],
+    scale: float,
+    callback: Callback | None,
+    previous_detail: np.ndarray | None,
+    new_from: int,
+    reference: Reference | None,
+) -> Solved:
+    """:func:`solve_window` with a reference background: the solver observes only the
+    entries the reference explains."""
+    absorb = round(settings.absorb * video.fps) if settings.absorb > 0 else None
+    data = small.data if small.data.dtype == np.float32 else small.data.astype(np.float32)
+    observed, handed_on = observe_background(
+        data, small_shape[:2], previous=reference, absorb_frames=absorb, new_from=new_from,
+        mask=small.mask,
+    )  # fmt: skip
+    alpha = auto_sparsity(observed) if settings.sparsity == "auto" else float(settings.sparsity)
+    # The reference itself is solved as one more frame, observed everywhere: a pixel that
+    # no frame of the window shows agreeing with it (a person there all along, a fine
+    # texture the illumination fit misses) gets the reference, not nothing.
+    n = data.shape[1]
+    masked = Video(
+        data=np.hstack([data, handed_on.image[:, None]]),
+        frames=small.frames,
+        frame_shape=small.frame_shape,
+        fps=small.fps,
+        source=small.source,
+        mask=np.hstack([observed, np.ones((len(observed), 1), dtype=bool)]),
+    )
+    result = solve(masked, settings, callback=callback, sparsity=alpha)
+    del masked
+    full_shape = tuple(video.frame_shape)
+    if scale >= 1.0:
+        U, V = result.factors if result.factors is not None else (None, None)
+        L = Background(result.L[:, :n], U, None if V is None else V[:n])
+        return Solved(result, L, None, None, observed, None, handed_on, alpha)
+    rows = nearest_rows(small_shape, solved_video_size(full_shape))
+    fallback = resize_columns(
+        handed_on.image[:, None], small_shape, solved_video_size(full_shape), cv2.INTER_LINEAR
+    )
+    if previous_detail is not None:
+        fallback += previous_detail
+    detail = reference_detail(video.data, full_shape, size, observed, rows, fallback)
+    L = upsample_factors(
+        result, slice(0, n), small_shape, full_shape, detail, previous_detail, ramp_from=new_from
+    )
+    return Solved(result, L, None, detail, observed, rows, handed_on, alpha)
 
 
 def solve_entries(

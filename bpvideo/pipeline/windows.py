@@ -17,6 +17,7 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.io.video import Video
+from bpvideo.pipeline.scale import effective_solve_scale
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers import check_problem, project_rank, project_sparse
 
@@ -35,13 +36,20 @@ __all__ = [
     "with_carried",
 ]
 
-#: float32 m x n matrices alive at the solver's peak (measured with tracemalloc on a
-#: 76800 x 200 best-pair solve: 15.5, plus the data matrix; rounded up for the masks).
+#: float32 m x n matrices (at the solve scale) alive at the solver's peak (measured with
+#: tracemalloc on a 76800 x 200 best-pair solve: 15.5, plus the data matrix; rounded up
+#: for the masks and the reference background's motion score and observed entries).
 LIVE_MATRICES = 18
-#: ``--window auto``: clips of at most this many frames are solved whole.
-AUTO_WHOLE_MAX = 400
-#: ``--window auto``: frames per window for longer clips (less when memory is short).
-AUTO_WINDOW = 200
+#: Bytes per pixel of a frame held at full resolution: the BGR frame, its grey plane and
+#: its column of the data matrix (uint8).
+FRAME_PIXEL_BYTES = 5
+#: ``--window auto``: clips of at most this many frames are solved whole. Long windows
+#: give the reference background more frames to find each pixel's still ones in.
+AUTO_WHOLE_MAX = 1000
+#: ``--window auto``: frames per window of longer clips. Chosen from the input and the
+#: options only, never from the memory free at the time: the same command gives the same
+#: masks on any machine.
+AUTO_WINDOW = 500
 #: Fraction of the available memory a job may plan to use.
 MEMORY_FRACTION = 0.6
 #: Background columns of a window handed on to the next (solved with it, not written).
@@ -52,8 +60,10 @@ MEMORY_FRACTION = 0.6
 CARRY_FRAMES = 100
 
 
-def frame_bytes(width: int, height: int, *, color: bool, masked: bool = False) -> int:
-    """Working memory per frame of a window: float32 matrices, mask, uint8 frames.
+def frame_bytes(
+    width: int, height: int, *, color: bool, masked: bool = False, solve_scale: float = 1.0
+) -> int:
+    """Working memory per frame of a window: uint8 frames, float32 matrices, mask.
 
     Parameters
     ----------
@@ -63,20 +73,35 @@ def frame_bytes(width: int, height: int, *, color: bool, masked: bool = False) -
         Whether the matrix stacks the three channels (``--color``).
     masked : bool
         Whether an observation mask (one bool per matrix entry) is held.
+    solve_scale : float
+        The factor the solve runs at (its matrices have ``solve_scale**2`` of the pixels).
 
     Returns
     -------
     int
-        Bytes per frame: ``m * 4 * LIVE_MATRICES`` (m = pixels x channels) plus the bool
-        mask, plus the uint8 BGR frame and its foreground and background copies.
+        Bytes per frame: the uint8 frame held at full resolution
+        (:data:`FRAME_PIXEL_BYTES` per pixel, plus the bool mask), and
+        ``m' * 4 * LIVE_MATRICES`` for the solver (m' = pixels x channels at the solve
+        scale).
     """
-    m = width * height * (3 if color else 1)
-    return m * 4 * LIVE_MATRICES + (m if masked else 0) + 3 * width * height * 3
+    pixels = width * height
+    m = pixels * (3 if color else 1)
+    small = max(1, round(m * min(1.0, solve_scale) ** 2))
+    return pixels * FRAME_PIXEL_BYTES + (m if masked else 0) + small * 4 * LIVE_MATRICES
 
 
-def estimate_memory(width: int, height: int, frames: int, *, color: bool, masked: bool) -> int:
+def estimate_memory(
+    width: int,
+    height: int,
+    frames: int,
+    *,
+    color: bool,
+    masked: bool,
+    solve_scale: float = 1.0,
+) -> int:
     """Bytes a window of ``frames`` frames needs (see :func:`frame_bytes`)."""
-    return frame_bytes(width, height, color=color, masked=masked) * frames
+    per_frame = frame_bytes(width, height, color=color, masked=masked, solve_scale=solve_scale)
+    return per_frame * frames
 
 
 #: Bytes a run holds besides its windows: the encoders' frame queues (2 x 16 MiB), pipes,
@@ -158,15 +183,17 @@ def plan_window(
     avail = available if available is not None else available_memory()
     budget = int(avail * MEMORY_FRACTION)
     masked = settings.mask is not None or settings.observe is not None
-    per_frame = frame_bytes(width, height, color=not settings.gray, masked=masked)
+    scale = effective_solve_scale(settings.solve_scale, width, height)
+    per_frame = frame_bytes(
+        width, height, color=not settings.gray, masked=masked, solve_scale=scale
+    )
     fits = max(0, budget // per_frame)
     carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
     minimum = max(2 * settings.rank + 2, settings.overlap + 2)
     size = f"{width}x{height}{' colour' if not settings.gray else ''}"
     if settings.window == 0:
         if frame_count is not None and frame_count > fits:
-            need = estimate_memory(width, height, frame_count, color=not settings.gray,
-                                   masked=masked)  # fmt: skip
+            need = per_frame * frame_count
             raise _too_big(
                 settings,
                 f"{name}: solving all {frame_count} frames of {size} at once needs about "
@@ -175,16 +202,17 @@ def plan_window(
             )
         return None, 0
     if settings.window == "auto":
-        if fits < minimum:
+        # From the input and the options only: whole up to AUTO_WHOLE_MAX frames (decided
+        # by reading ahead: a container's frame count is an estimate, absent on stdin).
+        longest = AUTO_WHOLE_MAX if frame_count is None else min(frame_count, AUTO_WHOLE_MAX)
+        if longest > fits:
             raise _too_big(
                 settings,
-                f"{name}: even a window of {minimum} frames of {size} needs about "
-                f"{_gib(minimum * per_frame)} but {_gib(avail)} is available: lower {{scale}}",
+                f"{name}: a window of {longest} frames of {size} needs about "
+                f"{_gib(longest * per_frame)} but {_gib(avail)} is available: pass "
+                f"{{window={max(min(fits, AUTO_WINDOW), 1)}}} or less, or a smaller {{scale}}",
             )
-        window = max(minimum, min(AUTO_WINDOW, fits // 2 + fits // 4))
-        # Whether the clip is short is decided by reading ahead, not by the container's
-        # frame count (an estimate, absent on stdin).
-        return window, min(AUTO_WHOLE_MAX, fits)
+        return max(minimum, AUTO_WINDOW), AUTO_WHOLE_MAX
     window = int(settings.window)
     if window < minimum:
         raise _too_big(
@@ -333,7 +361,7 @@ def check_window(video: Video, settings: SeparateSettings, name: str, whole: boo
         check_problem(
             video.data.shape,
             settings.rank,
-            settings.sparsity,
+            settings.solver_sparsity,
             settings.gamma,
             settings.a,
             settings.b,

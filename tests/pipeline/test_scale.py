@@ -11,7 +11,7 @@ import pytest
 
 from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
-from bpvideo.masks import foreground_masks, noise_level
+from bpvideo.masks import foreground_masks
 from bpvideo.pipeline.scale import (
     AUTO_SOLVE_SCALE,
     Background,
@@ -230,17 +230,6 @@ def test_factored_background_equals_its_dense_product() -> None:
     whole = Background(dense)
     np.testing.assert_array_equal(whole.columns(2, 7), dense[:, 2:7])
     np.testing.assert_array_equal(whole.entries(index), dense.reshape(-1)[index])
-
-
-def test_noise_level_of_a_background_given_by_entries_equals_the_dense_one() -> None:
-    bg = factored(40 * 30, 50, seed=1)
-    dense = bg.left @ bg.right.T
-    rng = np.random.default_rng(2)
-    A = np.clip(np.rint(dense + rng.normal(0, 3, dense.shape)), 0, 255).astype(np.uint8)
-    by_array = noise_level(A, dense)
-    by_entries = noise_level(A, bg.entries)
-    assert by_entries == pytest.approx(by_array, rel=1e-5)
-    assert 2.0 < by_array < 4.0  # the noise drawn: sigma 3 (rounded to integers)
 
 
 def test_masks_of_uint8_frames_against_a_factored_background_match_float_columns() -> None:

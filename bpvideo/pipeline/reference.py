@@ -1,0 +1,381 @@
+"""The reference background of a window, and the entries of the data it explains.
+
+Batch robust PCA has a blind spot: an object that stays in place for much of a window
+(a person who sits down, a parked car) is, for a low-rank model, part of the background,
+and a large object covering much of the frame pulls the low-rank fit towards itself. Both
+are answered before the solve, at the solve scale:
+
+1. **Motion.** For every pixel and frame, the largest frame-to-frame change in a box
+   around the pixel within ``reach`` frames (:func:`motion_score`). A person who stands
+   "still" still sways and breathes; an empty background changes only by noise.
+2. **Still entries.** Each pixel's stillest :data:`STILL_FRAMES_FRACTION` of the frames
+   (:func:`still_entries`); their per-pixel median is the *reference image*: what the
+   pixel shows when nothing moves near it (the idea of LaBGen's motion-guided background
+   initialisation; see docs/method.md).
+3. **Background-consistent entries.** Each frame is fitted to the reference by a robust
+   gain and offset (global illumination changes); an entry is observed when it agrees
+   with that fit within :data:`CONSISTENT_K` noise levels, or is still
+   (:func:`consistent_entries`).
+
+The solver then runs on the observed entries only: the paper's partial observation
+``P_Omega`` (:func:`observe_background`). People who linger are simply not observed, so
+they cannot enter ``L``; ``L`` keeps its rank-r freedom for what the whole scene does
+(light changes).
+
+Between windows a :class:`Reference` is carried: the reference image and, per pixel, how
+many frames in a row it has disagreed with what the pixel shows. A change older than the
+absorption time (``absorb`` seconds) becomes background, as GSOC and KNN absorb a parked
+car; a person who sits down for less than that stays foreground.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from scipy.ndimage import maximum_filter1d
+
+from bpvideo.shadows import same_texture
+from bpvideo.solvers.backends import get_backend
+from bpvideo.thresholds import AGREE_K
+
+__all__ = [
+    "CONSISTENT_K",
+    "MOTION_BOX",
+    "MOTION_REACH",
+    "STILL_FRAMES_FRACTION",
+    "Reference",
+    "auto_sparsity",
+    "changed_objects",
+    "consistent_entries",
+    "motion_score",
+    "observe_background",
+    "reference_image",
+    "still_entries",
+]
+
+#: Fraction of each pixel's frames taken as its still ones (at least :data:`MIN_STILL`).
+#: Chosen by leave-one-sequence-out on the dev sequences (docs/quality.md): 0.1 against
+#: 0.2 (cdnet_office 0.94 / 0.74: a person reading moves less than a still background
+#: in more than a fifth of the frames).
+STILL_FRAMES_FRACTION = 0.1
+#: Fewest still frames per pixel.
+MIN_STILL = 3
+#: Side of the box of the motion score, as a fraction of the smaller frame side at the
+#: solve scale (at least 3 pixels); 0.12 of 60 rows is 7 pixels, 28 at full resolution.
+MOTION_BOX = 0.12
+#: Frames before and after a frame whose motion counts for it.
+MOTION_REACH = 5
+#: An entry is consistent with the reference within this many noise levels (as it agrees
+#: with a solved background, :data:`bpvideo.thresholds.AGREE_K`).
+CONSISTENT_K = AGREE_K
+#: Side of the box over which the light's local gain is averaged, as a fraction of the
+#: smaller frame side (:func:`changed_objects`).
+LIGHT_BOX = 0.25
+#: Robust re-weighting passes of the per-frame gain and offset fit.
+_FIT_PASSES = 3
+
+
+def motion_score(
+    data: np.ndarray, frame_shape: tuple[int, int], *, box: int, reach: int
+) -> np.ndarray:
+    """Largest nearby change of every entry: box-filtered ``|frame - previous frame|``,
+    maximum over ``reach`` frames on either side.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns (grey, solve scale).
+    frame_shape : (h, w)
+        How a column is a frame (``m = h * w``).
+    box : int
+        Side of the box filter in pixels.
+    reach : int
+        Frames on either side whose change counts.
+
+    Returns
+    -------
+    (m, n) float32 ndarray
+    """
+    h, w = frame_shape
+    n = data.shape[1]
+    frames = np.ascontiguousarray(data.T, dtype=np.float32).reshape(n, h, w)
+    change = np.empty_like(frames)
+    np.abs(frames[1:] - frames[:-1], out=change[1:])
+    change[0] = change[1] if n > 1 else 0.0
+    for j in range(n):
+        change[j] = cv2.blur(change[j], (box, box))
+    score = cv2.transpose(change.reshape(n, h * w)) if h * w < 2**31 else change.reshape(n, -1).T
+    return maximum_filter1d(np.ascontiguousarray(score), 2 * reach + 1, axis=1)
+
+
+def still_entries(score: np.ndarray, fraction: float = STILL_FRAMES_FRACTION) -> np.ndarray:
+    """Each row's ``max(MIN_STILL, fraction * n)`` entries of least motion (ties included).
+
+    Parameters
+    ----------
+    score : (m, n) ndarray
+        :func:`motion_score`.
+    fraction : float
+        Fraction of the frames.
+
+    Returns
+    -------
+    (m, n) bool ndarray
+    """
+    n = score.shape[1]
+    k = min(n, max(MIN_STILL, int(fraction * n)))
+    kth = np.partition(score, k - 1, axis=1)[:, k - 1 : k]
+    return score <= kth
+
+
+def reference_image(data: np.ndarray, still: np.ndarray) -> np.ndarray:
+    """Per-row median of ``data`` over the ``still`` entries: (m,) float32."""
+    data = np.ascontiguousarray(data, dtype=np.float32)
+    backend = get_backend("auto", data.size)
+    return np.asarray(backend.row_median(data, np.ascontiguousarray(still)), dtype=np.float32)
+
+
+def consistent_entries(
+    data: np.ndarray,
+    reference: np.ndarray,
+    *,
+    still: np.ndarray | None = None,
+    noise: float | None = None,
+    k: float = CONSISTENT_K,
+) -> tuple[np.ndarray, float]:
+    """Entries that the reference explains, after a robust gain and offset per frame.
+
+    Each column ``a_j`` is fitted as ``g_j * reference + c_j`` by least squares over the
+    entries within 2.5 noise levels of the current fit (three passes from ``g = 1``, ``c``
+    the median difference over the frame's still entries: a fit started from all of them
+    would follow an object that covers most of the frame).
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns.
+    reference : (m,) ndarray
+        :func:`reference_image`, or a given empty scene.
+    still : (m, n) bool ndarray, optional
+        :func:`still_entries`: counted as consistent, and the noise level is measured on
+        them (1.4826 x the MAD of the residual, at least 0.5 grey levels) when ``noise``
+        is not given.
+    noise : float, optional
+        The noise level, when known (a reference carried from a previous window).
+    k : float
+        Noise levels within which an entry is consistent.
+
+    Returns
+    -------
+    observed : (m, n) bool ndarray
+    noise : float
+        The noise level used, grey levels at the solve scale.
+    """
+    A = np.asarray(data, dtype=np.float32)
+    b = np.asarray(reference, dtype=np.float32)[:, None]
+    gain = np.ones(A.shape[1], dtype=np.float32)
+    offset = _start_offset(A - b, still)
+    resid = A - (b * gain + offset)
+    if noise is None:
+        picked = resid[still] if still is not None and still.any() else resid.ravel()
+        noise = 1.4826 * float(np.median(np.abs(picked - np.median(picked))))
+    noise = max(0.5, noise)
+    for _ in range(_FIT_PASSES):
+        w = (np.abs(resid) < 2.5 * noise).astype(np.float32)
+        sw, sb, sbb = w.sum(0), w.T @ b[:, 0], w.T @ (b[:, 0] ** 2)
+        sa, sab = (w * A).sum(0), (w * A).T @ b[:, 0]
+        det = sw * sbb - sb * sb
+        ok = (sw > 10) & (det > 1e-9 * np.maximum(sw * sbb, 1e-30))
+        safe = np.where(ok, det, 1.0)
+        gain = np.where(ok, (sw * sab - sb * sa) / safe, gain).astype(np.float32)
+        offset = np.where(ok, (sa - gain * sb) / np.maximum(sw, 1), offset).astype(np.float32)
+        np.subtract(A, b * gain + offset, out=resid)
+    observed = np.abs(resid) < k * noise
+    if still is not None:
+        observed |= still
+    return observed, noise
+
+
+def _start_offset(diff: np.ndarray, still: np.ndarray | None) -> np.ndarray:
+    """Each frame's offset from the reference to start the fit from: the median difference
+    over its still entries (background, however much of the frame is covered), or over
+    all of them where it has none."""
+    offset = np.median(diff, axis=0)
+    if still is not None:
+        has = still.any(axis=0)
+        if has.any():
+            picked = np.where(still, diff, np.nan)[:, has]
+            offset[has] = np.nanmedian(picked, axis=0)
+    return offset.astype(np.float32)
+
+
+@dataclass
+class Reference:
+    """What one window hands on to the next about its background.
+
+    Attributes
+    ----------
+    image : (m,) float32 ndarray
+        The reference image at the solve scale.
+    age : (m,) int32 ndarray
+        Per entry of a column (pixel and channel), the frames for which ``image`` has been
+        kept against what the pixel shows when still (a lasting change not yet absorbed).
+    noise : float or None
+        Noise level of the frames about ``image`` (None for a given empty scene, until a
+        window has measured it).
+    """
+
+    image: np.ndarray
+    age: np.ndarray
+    noise: float | None = None
+
+    @classmethod
+    def given(cls, image: np.ndarray) -> Reference:
+        """An empty scene given by the user (``--background-from``), (m,) at solve scale."""
+        image = np.asarray(image, dtype=np.float32).ravel()
+        return cls(image=image, age=np.zeros(image.shape, dtype=np.int32))
+
+
+def observe_background(
+    data: np.ndarray,
+    frame_shape: tuple[int, int],
+    *,
+    previous: Reference | None = None,
+    absorb_frames: int | None = None,
+    new_from: int = 0,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, Reference]:
+    """The entries of a window the solver observes, and the reference handed on.
+
+    The window's own reference is the median of each pixel's still frames. With a
+    ``previous`` reference (the previous window's, or a given empty scene), a pixel whose
+    own reference differs from it by more than light does (:func:`changed_objects`: other
+    texture, not just brighter or darker) keeps the previous one, until it has done so for
+    ``absorb_frames`` frames: someone who sat down stays foreground, a lamp switched on
+    does not.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        The window's frames as columns (grey, or channels stacked; solve scale).
+    frame_shape : (h, w)
+        Frame size at the solve scale (a column holds ``m / (h w)`` channels).
+    previous : Reference, optional
+        The previous window's reference, or a given empty scene.
+    absorb_frames : int, optional
+        Frames after which a lasting change becomes background (None: never).
+    new_from : int
+        First column not shared with the previous window (ages count new frames only).
+    mask : (m, n) bool ndarray, optional
+        The user's observation mask: unobserved entries are never still nor observed.
+
+    Returns
+    -------
+    observed : (m, n) bool ndarray
+        Entries consistent with the reference, and still entries where the window's own
+        reference is used.
+    reference : Reference
+        For the next window.
+    """
+    h, w = frame_shape
+    channels = data.shape[0] // (h * w)
+    box = max(3, round(MOTION_BOX * min(h, w)))
+    score = motion_score(data[: h * w], frame_shape, box=box, reach=MOTION_REACH)
+    for c in range(1, channels):
+        score += motion_score(data[c * h * w : (c + 1) * h * w], frame_shape, box=box,
+                              reach=MOTION_REACH)  # fmt: skip
+    if channels > 1:
+        score = np.tile(score, (channels, 1))
+    if mask is not None:
+        score[~mask] = np.inf
+    still = still_entries(score)
+    if mask is not None:
+        still &= mask
+    own = reference_image(data, still)
+    noise = consistent_entries(data, own, still=still)[1]
+    kept = np.zeros(own.shape, dtype=bool)
+    age = np.zeros(own.shape, dtype=np.int32)
+    if previous is not None:
+        kept = changed_objects(own, previous.image, frame_shape, noise)
+        if absorb_frames is not None:
+            kept &= previous.age + (data.shape[1] - new_from) < absorb_frames
+        age = np.where(kept, previous.age + (data.shape[1] - new_from), 0).astype(np.int32)
+    image = np.where(kept, previous.image, own).astype(np.float32) if kept.any() else own
+    observed = consistent_entries(data, image, still=still & ~kept[:, None], noise=noise)[0]
+    if mask is not None:
+        observed &= mask
+    return observed, Reference(image, age, noise)
+
+
+def changed_objects(
+    own: np.ndarray, previous: np.ndarray, frame_shape: tuple[int, int], noise: float
+) -> np.ndarray:
+    """Pixels where an object, not the light, changed between two reference images.
+
+    Light keeps the texture under it; an object replaces it (the texture test of
+    :mod:`bpvideo.shadows`). A pixel is a change of light when its textured neighbourhood
+    correlates with the previous one. Elsewhere (flat patches: a wall, a plain shirt) the
+    light is judged by its neighbours: the ratio ``own / previous`` averaged over the
+    pixels that are unchanged or a change of light (a box of :data:`LIGHT_BOX` of the
+    frame) is the local gain, and a pixel further than :data:`CONSISTENT_K` noise levels
+    from ``previous`` times that gain changed by an object.
+
+    Parameters
+    ----------
+    own, previous : (m,) ndarray
+        Reference images (grey, or channels stacked).
+    frame_shape : (h, w)
+    noise : float
+        Noise level, grey levels.
+
+    Returns
+    -------
+    (m,) bool ndarray
+    """
+    h, w = frame_shape
+    planes = len(own) // (h * w)
+    box = max(3, round(LIGHT_BOX * min(h, w)))
+    out = []
+    for c in range(planes):
+        a = np.asarray(own[c * h * w : (c + 1) * h * w], np.float32).reshape(h, w)
+        b = np.asarray(previous[c * h * w : (c + 1) * h * w], np.float32).reshape(h, w)
+        differs = np.abs(a - b) > CONSISTENT_K * noise
+        light = same_texture(a, b, flat=False)
+        trusted = (~differs | light).astype(np.float32)
+        ratio = (a + 1.0) / (np.maximum(b, 0.0) + 1.0)
+        weight = cv2.blur(trusted, (box, box))
+        gain = np.where(
+            weight > 1e-3, cv2.blur(ratio * trusted, (box, box)) / np.maximum(weight, 1e-3), 1.0
+        )
+        lit = (np.maximum(b, 0.0) + 1.0) * gain - 1.0
+        out.append((np.abs(a - lit) > CONSISTENT_K * noise) & ~light)
+    return np.concatenate([o.ravel() for o in out])
+
+
+#: Bounds of ``sparsity="auto"`` with a reference background.
+AUTO_SPARSITY_BOUNDS = (0.05, 0.5)
+
+
+def auto_sparsity(observed: np.ndarray) -> float:
+    """The alpha of ``sparsity="auto"``: the foreground the reference found.
+
+    The 95th percentile, over pixels and over frames, of the fraction of entries the
+    reference background does not explain (a pixel's share of frames with something in
+    front of it; a frame's share of pixels), within :data:`AUTO_SPARSITY_BOUNDS`.
+
+    Parameters
+    ----------
+    observed : (m, n) bool ndarray
+        :func:`observe_background`.
+
+    Returns
+    -------
+    float
+    """
+    missing = ~observed
+    rows = float(np.quantile(missing.mean(axis=1), 0.95))
+    cols = float(np.quantile(missing.mean(axis=0), 0.95))
+    low, high = AUTO_SPARSITY_BOUNDS
+    return float(np.clip(max(rows, cols), low, high))

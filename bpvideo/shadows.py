@@ -1,0 +1,104 @@
+"""Cast shadows: pixels darker than the background but of its colour and texture.
+
+A shadow falling on the road or a wall changes a pixel's brightness, not its hue, and
+leaves the texture under it (the grain of the asphalt, the edges of tiles) in place;
+changedetection.net labels such pixels background (label 50). A pixel of ``|A - L|``
+above the threshold is taken for a shadow, and left out of the mask, when
+
+1. its brightness is between :data:`DARKEST` and :data:`LIGHTEST` times the background's;
+2. its chromaticity (B, G, R divided by their sum) is within :data:`CHROMA` (L1) of the
+   background's colour (:attr:`bpvideo.thresholds.MaskModel.shade`);
+3. its neighbourhood (:data:`PATCH` x :data:`PATCH`) correlates with the background's
+   by at least :data:`TEXTURE` (normalised cross-correlation), or both are flat. This
+   keeps dark grey cars and black clothes, whose colour passes the first two tests.
+
+The three bounds were chosen by leave-one-sequence-out on the dev sequences
+(docs/quality.md); without the texture test shadow removal cost cdnet_highway 0.03.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+__all__ = ["CHROMA", "DARKEST", "LIGHTEST", "PATCH", "TEXTURE", "same_texture", "shadow_pixels"]
+
+#: Darkest shadow, as a fraction of the background's brightness.
+DARKEST = 0.4
+#: Faintest shadow: at least this much darker than the background.
+LIGHTEST = 0.95
+#: Largest chromaticity difference (L1 over B, G, R fractions) of a shadow.
+CHROMA = 0.05
+#: Side of the patch of the texture test.
+PATCH = 5
+#: Smallest correlation of a shadow's patch with the background's.
+TEXTURE = 0.5
+#: Below this local variance (grey levels squared) a patch is flat: no texture to test.
+_FLAT = 4.0
+
+
+def shadow_pixels(
+    grey: np.ndarray, background: np.ndarray, frame: np.ndarray, shade: np.ndarray
+) -> np.ndarray:
+    """The pixels of one frame that look like a shadow on the background.
+
+    Parameters
+    ----------
+    grey : (H, W) ndarray
+        The frame in grey levels.
+    background : (H, W) ndarray
+        The background ``L`` of the frame, grey levels.
+    frame : (H, W, 3) uint8 ndarray
+        The frame in colour (BGR).
+    shade : (H, W, 3) float32 ndarray
+        The background's colour (BGR).
+
+    Returns
+    -------
+    (H, W) bool ndarray
+    """
+    a = np.asarray(grey, dtype=np.float32)
+    b = np.maximum(np.asarray(background, dtype=np.float32), 0.0)
+    ratio = (a + 1.0) / (b + 1.0)
+    candidate = (ratio > DARKEST) & (ratio < LIGHTEST)
+    if not candidate.any():
+        return candidate
+    colour = frame.astype(np.float32) + 1.0
+    chroma = colour / colour.sum(axis=2, keepdims=True)
+    ref = shade + 1.0  # a pixel of unknown colour is -1: no chromaticity, never a shadow
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref_chroma = ref / ref.sum(axis=2, keepdims=True)
+    candidate &= np.abs(chroma - ref_chroma).sum(axis=2) < CHROMA
+    if not candidate.any():
+        return candidate
+    return candidate & same_texture(a, b)
+
+
+def same_texture(a: np.ndarray, b: np.ndarray, *, flat: bool = True) -> np.ndarray:
+    """Where the :data:`PATCH` x :data:`PATCH` patches of two images correlate by at least
+    :data:`TEXTURE`, or are both flat (with ``flat``): the same surface, whatever the light
+    on it.
+
+    Parameters
+    ----------
+    a, b : (H, W) ndarray
+        Grey-level images.
+    flat : bool, default True
+        Whether two flat patches count as the same (no texture to tell them apart).
+
+    Returns
+    -------
+    (H, W) bool ndarray
+    """
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    box = (PATCH, PATCH)
+    mean_a, mean_b = cv2.blur(a, box), cv2.blur(b, box)
+    var_a = cv2.blur(a * a, box) - mean_a * mean_a
+    var_b = cv2.blur(b * b, box) - mean_b * mean_b
+    cov = cv2.blur(a * b, box) - mean_a * mean_b
+    ncc = cov / np.sqrt(np.maximum(var_a * var_b, 1e-6))
+    both_flat = (var_a < _FLAT) & (var_b < _FLAT)
+    if flat:
+        return (ncc > TEXTURE) | both_flat
+    return (ncc > TEXTURE) & ~both_flat

@@ -1,0 +1,312 @@
+"""How far from the background a pixel must be to count as foreground.
+
+``--threshold auto`` sets, for every pixel, the threshold on ``|A - L|`` to
+
+    max(MIN_AUTO_THRESHOLD, k * sensor_noise, k * pixel_noise[pixel])
+
+- ``sensor_noise`` (:func:`temporal_noise`): the noise of the camera and the codec, from
+  differences of consecutive frames over entries that both agree with the background.
+  Measured on background entries only, it does not grow with the foreground (a residual's
+  MAD over all pixels chose 89 grey levels on a scene with 28 % foreground).
+- ``pixel_noise`` (``noise="local"``, :func:`model_from_blocks`): each pixel's own spread
+  about ``L`` (1.4826 x its median ``|A - L|``, smoothed over 3 x 3 pixels) over sampled
+  frames where it agreed with the background. Leaves shaken by wind,
+  water and flicker spread wide and get a higher threshold there, as MOG2 and KNN give
+  such pixels a wider model.
+
+``k`` (``threshold_k``) and ``MIN_AUTO_THRESHOLD`` were chosen by leave-one-sequence-out
+on the dev sequences (docs/quality.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from bpvideo.settings import default
+
+__all__ = [
+    "AGREE_K",
+    "MIN_AUTO_THRESHOLD",
+    "MaskModel",
+    "SampleBlock",
+    "agreement",
+    "auto_limit",
+    "grouped_median",
+    "masked_median",
+    "model_from_blocks",
+    "residual_noise",
+    "temporal_noise",
+]
+
+#: Smallest automatic threshold, in grey levels (clean footage has almost no noise, but
+#: a few grey levels of the background model's own error remain).
+MIN_AUTO_THRESHOLD = 8.0
+#: 1.4826 x the median absolute value is the standard deviation of Gaussian noise.
+_MAD_SCALE = 1.4826
+#: Side of the box that smooths the per-pixel noise (a median of a few dozen frames).
+_SMOOTH = 3
+#: An entry agrees with the background within this many noise levels (also the
+#: reference background's consistency test, :mod:`bpvideo.pipeline.reference`).
+AGREE_K = 4.0
+#: ``|Z| < 0.3186`` for a quarter of Gaussian draws: the lower quartile of ``|residual|``
+#: over 0.3186 is the noise level while at most three quarters of the entries are
+#: foreground.
+_QUARTILE_Z = 0.3186
+
+
+def residual_noise(residual: np.ndarray) -> float:
+    """Noise level of a residual ``A - L`` from its lower quartile (at least 0.5 grey
+    levels): right while at most three quarters of the entries are foreground."""
+    r = np.abs(np.asarray(residual, dtype=np.float32))
+    return max(0.5, float(np.quantile(r, 0.25)) / _QUARTILE_Z) if r.size else 0.5
+
+
+def agreement(residual: np.ndarray, noise: float | None = None) -> np.ndarray:
+    """Where a residual ``A - L`` agrees with the background, when nothing tells: within
+    :data:`AGREE_K` noise levels (``noise``, or :func:`residual_noise` of ``residual``).
+
+    Parameters
+    ----------
+    residual : ndarray
+        ``A - L`` or its magnitude.
+    noise : float, optional
+        The noise level (one for all the blocks of a window).
+
+    Returns
+    -------
+    bool ndarray of ``residual``'s shape
+    """
+    noise = residual_noise(residual) if noise is None else noise
+    return np.abs(np.asarray(residual, dtype=np.float32)) < AGREE_K * noise
+
+
+@dataclass
+class MaskModel:
+    """The thresholds of one window's masks (the residual rule).
+
+    Attributes
+    ----------
+    threshold : float
+        The global threshold in grey levels (a fixed ``--threshold``, or
+        ``max(MIN_AUTO_THRESHOLD, k * sensor noise)``).
+    noise : float or None
+        The sensor noise behind ``threshold`` (None for a fixed threshold).
+    local : (H, W) float32 ndarray or None
+        Per-pixel thresholds, at least ``threshold`` (``noise="local"``), else None.
+    shade : (H, W, 3) float32 ndarray or None
+        The colour of the background (BGR), for the shadow test; None keeps shadows.
+    """
+
+    threshold: float
+    noise: float | None = None
+    local: np.ndarray | None = None
+    shade: np.ndarray | None = None
+
+    @property
+    def limit(self) -> float | np.ndarray:
+        """What ``|A - L|`` is compared with: the per-pixel map, or the global threshold."""
+        return self.local if self.local is not None else self.threshold
+
+
+def masked_median(
+    values: np.ndarray, mask: np.ndarray | None = None, empty: float = np.nan
+) -> np.ndarray:
+    """Median of each row over the entries where ``mask`` is True.
+
+    Parameters
+    ----------
+    values : (p, k) ndarray
+    mask : (p, k) bool ndarray, optional
+    empty : float, default NaN
+        The value of a row with no entry in ``mask``.
+
+    Returns
+    -------
+    (p,) float64 ndarray
+        The mean of the two middle values for an even count, as :func:`numpy.median`.
+    """
+    x = np.array(values, dtype=np.float64)
+    if mask is None:
+        return np.median(x, axis=1)
+    x[~mask] = np.inf
+    x.sort(axis=1)
+    count = mask.sum(axis=1)
+    rows = np.arange(len(x))
+    lo = np.maximum(count - 1, 0) // 2
+    hi = np.maximum(count // 2, lo)
+    med = 0.5 * (x[rows, lo] + x[rows, np.minimum(hi, x.shape[1] - 1)])
+    med[count == 0] = empty
+    return med
+
+
+def grouped_median(values: np.ndarray) -> float:
+    """Median of integer-valued data, interpolated within its unit bin.
+
+    The plain median of ``|d|`` for integer differences ``d`` jumps from 1 to 2 as the noise
+    grows a little; read as a histogram of unit bins (value ``v`` spread over
+    ``[v - 1/2, v + 1/2)``), the median moves smoothly.
+
+    Parameters
+    ----------
+    values : ndarray of non-negative integers (any dtype)
+
+    Returns
+    -------
+    float
+        0.0 for no values.
+    """
+    v = np.asarray(values).ravel()
+    if v.size == 0:
+        return 0.0
+    counts = np.bincount(np.rint(v).astype(np.int64))
+    below = np.cumsum(counts) - counts
+    half = v.size / 2.0
+    m = int(np.searchsorted(np.cumsum(counts), half))
+    return float(max(0.0, m - 0.5 + (half - below[m]) / counts[m]))
+
+
+def temporal_noise(pairs: np.ndarray, agree: np.ndarray | None = None) -> float:
+    """Noise level of the frames from consecutive-frame differences: 1.4826 x the grouped
+    median of ``|a_t+1 - a_t - offset_t|`` / sqrt(2), where ``offset_t`` is the pair's
+    median difference (a flicker of the whole frame, auto-exposure, is not noise).
+
+    Parameters
+    ----------
+    pairs : (2, m, k) ndarray
+        ``k`` frames (as columns) and the frames right after them (integer grey levels).
+    agree : (2, m, k) bool ndarray, optional
+        Where each entry agrees with the background: only pairs that both agree count.
+
+    Returns
+    -------
+    float
+    """
+    a = np.asarray(pairs)
+    diff = a[1].astype(np.float32) - a[0].astype(np.float32)
+    both = None if agree is None else agree[0] & agree[1]
+    if both is None:
+        offset = np.median(diff, axis=0)
+    else:
+        offset = (
+            np.nan_to_num(np.nanmedian(np.where(both, diff, np.nan), axis=0)) if both.any() else 0.0
+        )
+    diff = np.abs(np.rint(diff - offset))
+    if both is not None:
+        diff = diff[both]
+    return _MAD_SCALE * grouped_median(diff) / np.sqrt(2.0)
+
+
+def auto_limit(
+    threshold_k: float, sensor: float, local: np.ndarray | None
+) -> tuple[float, np.ndarray | None]:
+    """The global threshold and the per-pixel map of ``--threshold auto``.
+
+    Parameters
+    ----------
+    threshold_k : float
+        Noise levels a foreground pixel is away from the background.
+    sensor : float
+        :func:`temporal_noise`.
+    local : (H, W) ndarray or None
+        Each pixel's spread (``noise="local"``), or None.
+
+    Returns
+    -------
+    threshold : float
+    local : (H, W) float32 ndarray or None
+        ``max(threshold, threshold_k * local)``.
+    """
+    threshold = max(MIN_AUTO_THRESHOLD, threshold_k * sensor)
+    if local is None:
+        return threshold, None
+    return threshold, np.maximum(threshold, threshold_k * local).astype(np.float32)
+
+
+@dataclass
+class SampleBlock:
+    """Sampled frames of some consecutive pixels (see :func:`model_from_blocks`).
+
+    Attributes
+    ----------
+    data, background : (p * C, k) ndarray
+        ``A`` and ``L`` of ``k`` sampled frames, one row per pixel and channel (B, G, R
+        interleaved per pixel for colour data).
+    agree : (p * C, k) bool ndarray or None
+        Where an entry agreed with the background (the solve's observed entries).
+    colour : (p, k, 3) uint8 ndarray or None
+        The sampled frames in colour, for the background's colour (shadow test).
+    """
+
+    data: np.ndarray
+    background: np.ndarray
+    agree: np.ndarray | None = None
+    colour: np.ndarray | None = None
+
+
+def model_from_blocks(
+    blocks: Iterable[SampleBlock],
+    frame_shape: tuple[int, ...],
+    *,
+    sensor: float | None,
+    threshold: float | str = default("threshold"),
+    threshold_k: float = default("threshold_k"),
+    noise: str = default("noise"),
+) -> MaskModel:
+    """The :class:`MaskModel` of a window from sampled frames, a block of pixels at a time.
+
+    Parameters
+    ----------
+    blocks : iterable of SampleBlock
+        Consecutive blocks of pixels covering the frame, in order.
+    frame_shape : (H, W) or (H, W, C)
+    sensor : float or None
+        :func:`temporal_noise` of the window (with ``threshold="auto"``).
+    threshold, threshold_k, noise
+        As the options of ``separate``.
+
+    Returns
+    -------
+    MaskModel
+    """
+    H, W = frame_shape[:2]
+    channels = frame_shape[2] if len(frame_shape) == 3 else 1
+    local = noise == "local" and threshold == "auto"
+    spreads, shades = [], []
+    for block in blocks:
+        pixels = block.data.shape[0] // channels
+        agree = None if block.agree is None else _per_pixel(block.agree, pixels, np.all)
+        if local:
+            residual = np.abs(block.data.astype(np.float32) - block.background)
+            spreads.append(masked_median(_per_pixel(residual, pixels, np.max), agree))
+        if block.colour is not None:
+            shades.append(
+                np.stack([masked_median(block.colour[:, :, c], agree) for c in range(3)], -1)
+            )
+    shade = None
+    if shades:  # a pixel never seen agree keeps no colour (the shadow test then fails)
+        shade = np.nan_to_num(np.concatenate(shades), nan=-1.0).reshape(H, W, 3)
+        shade = shade.astype(np.float32)
+    if threshold != "auto":
+        return MaskModel(float(threshold), None, None, shade)
+    spread = None
+    if local:
+        spread = _MAD_SCALE * np.concatenate(spreads).astype(np.float32).reshape(H, W)
+        unknown = np.isnan(spread)  # never seen agree: foreground in every sampled frame
+        if unknown.all():
+            spread[:] = 0.0
+        elif unknown.any():
+            spread[unknown] = np.median(spread[~unknown])
+        spread = cv2.blur(spread, (_SMOOTH, _SMOOTH))
+    value, limit = auto_limit(threshold_k, sensor or 0.0, spread)
+    return MaskModel(value, sensor, limit, shade)
+
+
+def _per_pixel(values: np.ndarray, pixels: int, reduce: Callable) -> np.ndarray:
+    """Rows of the channels of one pixel (interleaved) reduced to one row per pixel."""
+    if values.shape[0] == pixels:
+        return values
+    return reduce(values.reshape(pixels, -1, values.shape[1]), axis=1)

@@ -1,0 +1,118 @@
+"""Noise levels and automatic thresholds (bpvideo.thresholds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bpvideo.masks import foreground_masks, sample_model
+from bpvideo.thresholds import (
+    MIN_AUTO_THRESHOLD,
+    auto_limit,
+    grouped_median,
+    masked_median,
+    temporal_noise,
+)
+
+
+def test_masked_median_equals_numpy_median_of_the_kept_entries() -> None:
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(50, 9))
+    mask = rng.random((50, 9)) < 0.6
+    mask[3] = False
+    got = masked_median(values, mask)
+    for i in range(50):
+        if mask[i].any():
+            assert got[i] == pytest.approx(np.median(values[i, mask[i]]))
+    assert np.isnan(got[3])
+    assert masked_median(values, mask, empty=-1.0)[3] == -1.0
+    np.testing.assert_allclose(masked_median(values), np.median(values, axis=1))
+
+
+def test_grouped_median_moves_smoothly_where_the_plain_median_jumps() -> None:
+    # 49 % zeros: the plain median of integers is 1; the grouped one is just above 0.5
+    values = np.array([0] * 49 + [1] * 30 + [2] * 21)
+    assert np.median(values) == 1
+    assert 0.5 < grouped_median(values) < 0.6
+    assert grouped_median(np.array([3, 3, 3])) == pytest.approx(3.0)
+    assert grouped_median(np.array([], dtype=int)) == 0.0
+
+
+@pytest.mark.parametrize("sigma", [1.0, 3.0, 8.0])
+def test_temporal_noise_recovers_the_noise_of_integer_frames(sigma: float) -> None:
+    rng = np.random.default_rng(2)
+    scene = rng.integers(30, 220, 20_000).astype(float)
+    frames = np.rint(scene + rng.normal(0, sigma, (2, 20_000))).clip(0, 255)
+    assert temporal_noise(frames.astype(np.uint8)) == pytest.approx(sigma, rel=0.1)
+
+
+def test_temporal_noise_counts_only_pairs_that_agree_with_the_background() -> None:
+    rng = np.random.default_rng(3)
+    frames = np.rint(100 + rng.normal(0, 2, (2, 10_000))).astype(np.uint8)
+    frames[1, :7000] = rng.integers(0, 255, 7000)  # 70 % of the pixels: something moved
+    agree = np.ones((2, 10_000), dtype=bool)
+    agree[:, :7000] = False
+    assert temporal_noise(frames, agree) == pytest.approx(2.0, rel=0.1)
+    assert temporal_noise(frames) > 10  # counting everything: inflated by the foreground
+
+
+def test_auto_limit_is_k_noise_levels_with_a_floor_and_per_pixel_maps() -> None:
+    threshold, local = auto_limit(6.0, 3.0, None)
+    assert threshold == 18.0 and local is None
+    assert auto_limit(6.0, 0.1, None)[0] == MIN_AUTO_THRESHOLD
+    spread = np.array([[1.0, 5.0]], dtype=np.float32)
+    threshold, local = auto_limit(6.0, 2.0, spread)
+    np.testing.assert_allclose(local, [[12.0, 30.0]])
+
+
+def _scene(fraction: float, sigma: float = 2.0, n: int = 40, seed: int = 0):
+    """Grey frames of a textured static scene with noise, and a foreground that covers
+    ``fraction`` of every frame (a block of random values that sweeps the frame, so that
+    every pixel it passes is covered in ``fraction`` of the frames)."""
+    rng = np.random.default_rng(seed)
+    background = rng.integers(40, 200, (60, 80)).astype(np.float32)
+    frames = background + rng.normal(0, sigma, (n, 60, 80))
+    rows = max(1, round(fraction * 60))
+    cols = min(80, round(fraction * 60 * 80 / rows))
+    truth = np.zeros(frames.shape, dtype=bool)
+    for j in range(n):  # a block sweeping down the frame, wrapping around
+        where = np.roll(np.arange(60) < rows, (j * 7) % 60)
+        frames[j, where, :cols] = rng.integers(0, 255, (rows, cols))
+        truth[j, where, :cols] = True
+    return np.rint(frames).clip(0, 255).astype(np.uint8), background, truth
+
+
+@pytest.mark.parametrize("fraction", [0.004, 0.3, 0.7])
+def test_auto_threshold_does_not_grow_with_the_foreground(fraction: float) -> None:
+    frames, background, truth = _scene(fraction)
+    L = np.broadcast_to(background, frames.shape)
+    model = sample_model(frames, L, (60, 80), observed=~truth, noise="global")
+    # the camera's noise is 2 grey levels whatever covers the frame: 6 x 2 = 12
+    assert model.noise == pytest.approx(2.0, rel=0.15)
+    assert model.threshold == pytest.approx(12.0, rel=0.15)
+
+
+def test_local_noise_raises_the_threshold_where_the_background_moves() -> None:
+    frames, background, _ = _scene(0.0)
+    frames = frames.astype(np.int16)
+    rng = np.random.default_rng(5)
+    frames[:, :, :20] += rng.integers(-25, 26, (frames.shape[0], 60, 20))  # leaves
+    frames = frames.clip(0, 255).astype(np.uint8)
+    L = np.broadcast_to(background, frames.shape)
+    model = sample_model(frames, L, (60, 80))
+    assert model.local is not None
+    assert model.local[:, 25:].mean() == pytest.approx(model.threshold, rel=0.1)
+    assert model.local[:, 2:18].mean() > 3 * model.threshold
+    masks = foreground_masks(frames, L, None, (60, 80), shadows="keep").masks
+    assert masks.mean() < 0.01  # the leaves are not foreground
+
+
+def test_masks_are_right_whether_the_foreground_is_small_or_large() -> None:
+    for fraction in (0.004, 0.7):
+        frames, background, truth = _scene(fraction, seed=7)
+        L = np.broadcast_to(background, frames.shape).astype(np.float32)
+        masks = foreground_masks(frames, L, None, (60, 80), shadows="keep", min_area=0,
+                                 open_radius=0, close_radius=0).masks  # fmt: skip
+        tp = (masks & truth).sum()
+        f = 2 * tp / (masks.sum() + truth.sum())
+        assert f > 0.9, (fraction, f)
