@@ -43,6 +43,7 @@ CANDIDATES = {
     "defaults": {},
     "sparsity=0.1": {"sparsity": 0.1},
     "sparsity=0.05": {"sparsity": 0.05},
+    "auto<=0.15": {"pipeline.reference.AUTO_SPARSITY_BOUNDS": (0.05, 0.15)},
     "threshold_k=5": {"threshold_k": 5.0},
     "threshold_k=7": {"threshold_k": 7.0},
     "noise=global": {"noise": "global"},
