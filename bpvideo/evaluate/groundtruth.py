@@ -391,4 +391,3 @@ def check_groundtruth(path: str | Path, width: int, height: int) -> GroundTruth:
             option=("groundtruth", str(path)),
         )
     return gt
-
