@@ -144,7 +144,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
 
 def _check_reference(name: str, value: Any) -> str:
     """``auto``, ``none``, ``START:END`` (checked, normalised) or a path (not empty)."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
         raise _bad(name, value, "must be auto, none, an image path or START:END")
     word = value.strip().lower()
     if word in ("auto", "none"):

@@ -62,6 +62,8 @@ PIX_FMTS = ("gray", "bgr24")
 
 #: Frame indices and counts (``start``, ``frames``, ``step``, ``learn``).
 MAX_FRAMES = 2**31 - 1
+#: Seconds an option may name (``absorb``): about 116 days, longer than any clip.
+MAX_SECONDS = 1e7
 #: Frames of a window or an overlap.
 MAX_WINDOW = 1_000_000
 #: Frame rates, of the outputs (``fps``) and of what an input announces (frames/s).
@@ -262,6 +264,7 @@ class SeparateSettings:
         "Seconds after which a lasting change (a parked car, a moved chair) becomes "
         "background, across windows; 0 = never.",
         low=0,
+        high=MAX_SECONDS,
         metavar="SECONDS",
     )
     # --- foreground masks ----------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any
 
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
 from bpvideo.errors import InputError, shown
+from bpvideo.io.guard import check_usable
 from bpvideo.io.paths import expand_input, expand_template, template_fields
 from bpvideo.settings import SeparateSettings, check_value, option_name, option_specs
 
@@ -424,13 +425,18 @@ class _Planner:
             return None
         if settings.mask is not None:
             mask = self._path(settings.mask)
-            if not mask.exists():
+            problem = None
+            try:
+                check_usable(mask, "the mask")
+                if not mask.exists():
+                    problem = f"{settings.mask}: no such file or folder"
+            except InputError as exc:  # a name too long
+                problem = exc.message
+            if problem is not None:
                 mask_line = (
                     entry.line_of("mask") if "mask" in entry else defaults.mapping.line_of("mask")
                 )
-                self.check.add(
-                    mask_line, f"{where}.mask", f"{settings.mask}: no such file or folder"
-                )
+                self.check.add(mask_line, f"{where}.mask", problem)
             settings.mask = str(mask)
         return settings
 
@@ -441,8 +447,12 @@ class _Planner:
                 self.check.add(line, where, "missing input: add 'input: PATH-OR-GLOB'")
             return []
         pattern = keys["input"]
-        inputs = expand_input(pattern, self.base)
         input_line = entry.line_of("input")
+        try:
+            inputs = expand_input(pattern, self.base)
+        except InputError as exc:  # a name too long, a glob too costly
+            self.check.add(input_line, f"{where}.input", exc.message)
+            return []
         if not inputs:
             self.check.add(
                 input_line, f"{where}.input", f"{shown(pattern)} matches nothing (in {self.base})"

@@ -367,6 +367,7 @@ def run_batch(
     report.state.update(executor=executor_name, scheduler=scheduler,
                         workers=workers if executor_name == "local" or scheduler is None
                         else None)  # fmt: skip
+    report.save()  # before any job or line: a report that cannot be written is refused now
     if options.progress:
         if skipped:
             logger.info("resume: %d of %d job(s) complete already", skipped,
@@ -375,7 +376,6 @@ def run_batch(
         if executor_name == "local":
             where = f"{min(workers, max(len(todo), 1))} local worker process(es)"
         logger.info("running %d job(s) on %s", len(todo), where)
-    report.save()  # before any job: a report that cannot be written is refused now
     code = _run(todo, report, options, executor_name, scheduler, workers)
     if options.progress:
         print(format_table(report.entries), file=sys.stderr, flush=True)

@@ -24,6 +24,7 @@ __all__ = [
     "Access",
     "check_access",
     "check_jobs",
+    "check_usable",
     "folder_reads",
     "groundtruth_reads",
     "input_reads",
@@ -56,6 +57,18 @@ class Access:
     fix: str = ""
     option: tuple[str, Any] | None = None
     real: str | None = None
+
+
+def check_usable(path: str | os.PathLike, what: str) -> None:
+    """Refuse a path that cannot be used at all (a name too long, a loop of links), naming
+    it; a missing path or one that cannot be read is left to its reader.
+
+    Raises
+    ------
+    InputError
+        ``"PATH: WHAT cannot be used (why): check the path"``.
+    """
+    _real(Access(Path(path), what))
 
 
 def _real(access: Access) -> str:
@@ -192,13 +205,15 @@ def separate_access(
     """What :func:`bpvideo.separate_file` reads and writes, for :func:`check_access`.
 
     ``settings`` is a :class:`~bpvideo.settings.SeparateSettings`: ``mask``,
-    ``learn_from`` and ``groundtruth`` are read, OUTDIR's outputs (every name a result may
+    ``learn_from``, ``background_from`` (a picture) and ``groundtruth`` are read, OUTDIR's outputs (every name a result may
     hold, since an overwrite removes those it does not write) and ``masks_to`` written.
     """
     from bpvideo.io.outputs import OUTPUT_NAMES
 
     reads = input_reads(input, "the input") + input_reads(settings.mask, "the mask")
     reads += input_reads(settings.learn_from, "the clip to learn from")
+    if settings.background_from not in ("auto", "none") and not _is_span(settings):
+        reads += input_reads(settings.background_from, "the empty scene")
     if settings.groundtruth is not None:
         reads += groundtruth_reads(settings.groundtruth)
     option = ("output", os.fspath(output))
@@ -207,6 +222,12 @@ def separate_access(
         option = ("masks_to", settings.masks_to)
         writes.append(Access(Path(settings.masks_to), "{masks_to}", "{masks_to}", option))
     return reads, writes
+
+
+def _is_span(settings: Any) -> bool:
+    from bpvideo.pipeline.empty_scene import is_span
+
+    return is_span(settings.background_from)
 
 
 def check_jobs(

@@ -125,15 +125,18 @@ def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
     """
     from PIL import Image, UnidentifiedImageError
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        try:
+    # Pillow only reads the header here (OpenCV decodes): its own bomb check, which would
+    # hide the size behind an error, is off for that instant; ours follows the header.
+    bound, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as image:
                 return image.size
-        except Image.DecompressionBombError:
-            return (MAX_SIDE + 1, MAX_SIDE + 1)  # larger than PIL's own bound, and ours
-        except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
-            return None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return None
+    finally:
+        Image.MAX_IMAGE_PIXELS = bound
 
 
 def read_image(path: str | os.PathLike, flags: int = cv2.IMREAD_UNCHANGED) -> np.ndarray | None:

@@ -60,12 +60,16 @@ def expand_inputs(patterns: Sequence[str]) -> list[str]:
     Raises
     ------
     InputError
-        If a glob matches nothing (the message names it), or stdin is listed with other
-        inputs or twice.
+        If a glob matches nothing (the message names it), a path cannot be used at all (a
+        name too long), or stdin is listed with other inputs or twice.
     """
     out: list[str] = []
     seen: set[str] = set()
+    from bpvideo.io.guard import check_usable
+
     for pattern in patterns:
+        if pattern != "-":
+            check_usable(pattern, "the input")
         if pattern != "-" and _GLOB_CHARS & set(pattern) and not Path(pattern).exists():
             matches = glob_paths(pattern)
             if not matches:
@@ -258,10 +262,18 @@ def expand_input(pattern: str, base: Path) -> list[Path]:
     Relative patterns are taken relative to ``base`` (the config's folder); ``~`` is
     expanded; ``**`` matches folders recursively. A plain path is returned whether or not
     it exists (the caller checks).
+
+    Raises
+    ------
+    InputError
+        The path cannot be used at all (a name too long), or the glob's cost is too high.
     """
     expanded = Path(os.path.expanduser(pattern))
     full = expanded if expanded.is_absolute() else base / expanded
     full = Path(os.path.normpath(full))
+    from bpvideo.io.guard import check_usable
+
+    check_usable(full, "the input")
     if glob.has_magic(str(expanded)):
         return [Path(p) for p in glob_paths(str(full))]
     return [full]
