@@ -101,6 +101,28 @@ def test_outputs_of_one_input_read_by_another(run_cli, clip: Path, tmp_path: Pat
     )
 
 
+def test_the_empty_scene_is_an_input(run_cli, clip: Path, tmp_path: Path) -> None:
+    """A picture given as --background-from is read: no output may replace it, and one of
+    a size no frame has is refused from its header (nothing decoded)."""
+    scene = tmp_path / "out" / "background.png"
+    scene.parent.mkdir()
+    cv2.imwrite(str(scene), tiny_frames(n=1)[0][0])
+    before = digest(scene)
+    res = run_cli("separate", clip, "-o", tmp_path / "out", "--background-from", scene,
+                  "--overwrite")  # fmt: skip
+    assert_one_error_line(res, 2, r"the output would replace the empty scene", "another -o")
+    res = run_cli("separate", clip, "-o", tmp_path / "o", "--background-from", scene,
+                  "--masks-to", scene)  # fmt: skip
+    assert_one_error_line(res, 2, r"would replace the empty scene", "--masks-to")
+    assert digest(scene) == before
+    huge = tmp_path / "huge.png"
+    huge.write_bytes(_png_header(30000, 30000))
+    t = time.monotonic()
+    res = run_cli("separate", clip, "-o", tmp_path / "o", "--background-from", huge, "-q")
+    assert_one_error_line(res, 2, r"huge\.png: the empty scene is 30000x30000 but", "frame size")
+    assert time.monotonic() - t < 10 and not (tmp_path / "o").exists()
+
+
 def test_batch_report_onto_the_config_or_an_input(run_cli, clip: Path, tmp_path: Path) -> None:
     config = tmp_path / "night.yaml"
     config.write_text(f"jobs:\n  - input: {clip}\n    output: {tmp_path}/o\n")
