@@ -119,8 +119,10 @@ def cases(tmp: Path) -> dict[str, Callable[[], list[str]]]:
             "--solve-scale",
             1,
             "--frames",
-            20,
+            10,
         ),
+        # a valid small clip that runs: its peak against its estimate
+        "h264-1920x1080x100": lambda: sep(make_video(tmp / "v5.mp4", 1920, 1080, 100)),
         # raw streams whose header claims the world
         "y4m-max-pixels-short": lambda: piped(y4m(b"W16384 H8192 F25:1 C420jpeg\n")),
         "y4m-no-newline": lambda: piped(y4m(b"W48 H36 " + b"X" * (LIMIT_BYTES - 100), b"")),

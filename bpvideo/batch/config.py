@@ -5,7 +5,7 @@ A config describes many ``separate`` jobs (see the README, "Batch runs")::
     executor: local            # or dask (optional; --executor wins)
     scheduler: tcp://host:8786 # dask scheduler (optional; --scheduler wins)
     workers: 2                 # local worker processes (optional; --workers wins)
-    report: batch_report.json  # where the report goes (optional; --report wins)
+    report: night.json         # the report (optional; --report wins; default NAME.report.json)
     defaults:                  # any option of ``separate``, for every job
       rank: 2
       output: out/{camera}/{stem}

@@ -205,8 +205,9 @@ def separate_access(
     """What :func:`bpvideo.separate_file` reads and writes, for :func:`check_access`.
 
     ``settings`` is a :class:`~bpvideo.settings.SeparateSettings`: ``mask``,
-    ``learn_from``, ``background_from`` (a picture) and ``groundtruth`` are read, OUTDIR's outputs (every name a result may
-    hold, since an overwrite removes those it does not write) and ``masks_to`` written.
+    ``learn_from``, ``background_from`` (a picture) and ``groundtruth`` are read;
+    OUTDIR's outputs (every name a result may hold, since an overwrite removes those it
+    does not write) and ``masks_to`` written.
     """
     from bpvideo.io.outputs import OUTPUT_NAMES
 

@@ -203,7 +203,8 @@ def plan_window(
             )
         return None, 0
     if settings.window == "auto":
-        if fits < minimum:
+        # A clip shorter than the smallest window is solved whole: its own length counts.
+        if fits < (minimum if frame_count is None else min(minimum, frame_count)):
             raise _too_big(
                 settings,
                 f"{name}: even a window of {minimum} frames of {size} needs about "

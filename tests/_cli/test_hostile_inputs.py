@@ -275,7 +275,9 @@ def test_huge_images_are_refused_before_decoding(run_cli, tmp_path: Path) -> Non
     for i in (1, 2, 3):
         (folder / f"in{i:06d}.png").write_bytes(_png_header(20000, 20000))
     res = run_cli("separate", folder, "-o", tmp_path / "out")
-    assert_one_error_line(res, 2, r"in000001\.png: frames of 20000x20000 pixels are outside", "bounds")
+    assert_one_error_line(
+        res, 2, r"in000001\.png: frames of 20000x20000 pixels are outside", "bounds"
+    )
     # One frame of another size among small ones: refused from its header, not decoded.
     small = frames_folder(tmp_path / "small", n=6)
     (small / "in000004.png").write_bytes(_png_header(11000, 11000))

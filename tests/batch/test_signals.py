@@ -108,7 +108,9 @@ def alive(report: dict) -> list[psutil.Process]:
 
 
 def staged(tmp_path: Path) -> list[Path]:
-    return [p for p in (tmp_path / "out").rglob(".bpvideo-*")] if (tmp_path / "out").exists() else []
+    return (
+        [p for p in (tmp_path / "out").rglob(".bpvideo-*")] if (tmp_path / "out").exists() else []
+    )
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -146,7 +148,7 @@ def test_workers_die_with_a_killed_batch_and_resume_runs_the_rest(
     assert workers
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
-    gone, left = psutil.wait_procs(workers, timeout=5)
+    _, left = psutil.wait_procs(workers, timeout=5)
     assert left == [], left  # no worker (nor its ffmpeg) outlives its batch
     assert staged(tmp_path) == []  # each stopped its job as SIGTERM would
     # The report stayed true: the killed batch's jobs say running, the others what they are.
