@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 import pytest
 
+from bpvideo.errors import InputError
 from bpvideo.io.writers import write_video
 from tests._cli.test_bad_inputs import assert_one_error_line, run_process
 from tests.conftest import REPO, output_files, tiny_frames
@@ -455,3 +456,20 @@ def test_unwritable_report_is_refused_before_any_job(run_cli, clip: Path, tmp_pa
     res = run_cli("batch", config, "--report", tmp_path / "a_file" / "r.json")
     assert_one_error_line(res, 2, r"r\.json: cannot write the report", "give another --report")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_clip_shorter_than_the_smallest_window_is_planned_whole() -> None:
+    """Three frames of the largest size: the memory of three frames decides, not that of
+    the smallest window (22 frames at rank 10), which would refuse a clip that fits."""
+    from bpvideo.pipeline.scale import effective_solve_scale
+    from bpvideo.pipeline.windows import frame_bytes, plan_window
+    from bpvideo.settings import SeparateSettings
+
+    settings = SeparateSettings(rank=10).validate()
+    scale = effective_solve_scale("auto", 16384, 8192)
+    per_frame = frame_bytes(16384, 8192, color=False, masked=False, solve_scale=scale)
+    room = int(5 * per_frame / 0.6)  # five frames may be used
+    _, whole_max = plan_window(settings, 16384, 8192, 3, name="x", available=room)
+    assert whole_max >= 3  # read whole
+    with pytest.raises(InputError, match="even a window of 22 frames"):
+        plan_window(settings, 16384, 8192, None, name="x", available=room)
