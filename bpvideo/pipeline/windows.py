@@ -43,6 +43,15 @@ LIVE_MATRICES = 18
 #: Bytes per pixel of a frame held at full resolution: the BGR frame, its grey plane and
 #: its column of the data matrix (uint8).
 FRAME_PIXEL_BYTES = 5
+#: Bytes per pixel of the frame size, however many frames a window holds: the encoders'
+#: own frames (x264's look-ahead and references, in the ffmpeg children), the full-size
+#: maps of the masks, and one block of finished frames (32: masks, foreground and
+#: background on their way to the encoders). Measured (peak RSS of bpvideo and its ffmpeg
+#: children less the 148 MiB of a tiny run, default options): 2048x1024 H.264 clips of
+#: 4, 12 and 32 frames, 463, 764 and 1583 MiB (about 150 bytes a pixel, and 19 a pixel
+#: and frame while the block fills, 10 of them beyond :func:`frame_bytes`); 4 frames of
+#: 1024x512, 192 MiB (at most 400 a pixel with the process's own share).
+SIZE_PIXEL_BYTES = 800
 #: ``--window auto``: clips of at most this many frames are solved whole. Long windows
 #: give the reference background more frames to find each pixel's still ones in.
 AUTO_WHOLE_MAX = 1000
@@ -105,8 +114,10 @@ def estimate_memory(
 
 
 #: Bytes a run holds besides its windows: the encoders' frame queues (2 x 16 MiB), pipes,
-#: the frames kept for background.png and the preview.
-OVERHEAD_BYTES = 64 << 20
+#: the frames kept for background.png and the preview, and the ffmpeg children themselves
+#: (a decoder and two encoders, about 25 MiB each before any frame), and the modules a run
+#: loads after its plan (about 110 MiB more with ``--color``: 258 MiB at peak for 64x48).
+OVERHEAD_BYTES = 256 << 20
 
 
 def planned_memory(
@@ -119,17 +130,22 @@ def planned_memory(
 ) -> int | None:
     """Bytes a run plans to hold at most: the frames of its largest window (with the
     carried columns, or a short clip read whole) at :func:`frame_bytes` each, plus
-    :data:`OVERHEAD_BYTES`; None when it cannot be known (a whole stream of unknown
-    length)."""
+    :data:`SIZE_PIXEL_BYTES` per pixel and :data:`OVERHEAD_BYTES`; None when it cannot be
+    known (a whole stream of unknown length)."""
     masked = settings.mask is not None or settings.observe is not None
-    per_frame = frame_bytes(width, height, color=not settings.gray, masked=masked)
-    if window is None:
-        frames = frame_count
+    scale = effective_solve_scale(settings.solve_scale, width, height)
+    per_frame = frame_bytes(
+        width, height, color=not settings.gray, masked=masked, solve_scale=scale
+    )
+    if window is None or (frame_count is not None and frame_count <= whole_max):
+        frames = frame_count  # read and solved whole: no carried columns
     else:
         frames = max(window + min(window, CARRY_FRAMES), whole_max + 1)
         if frame_count is not None:
             frames = min(frames, frame_count + min(window, CARRY_FRAMES))
-    return None if frames is None else per_frame * frames + OVERHEAD_BYTES
+    if frames is None:
+        return None
+    return per_frame * frames + width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
 
 
 def available_memory() -> int:
@@ -187,7 +203,7 @@ def plan_window(
     per_frame = frame_bytes(
         width, height, color=not settings.gray, masked=masked, solve_scale=scale
     )
-    fits = max(0, budget // per_frame)
+    fits = max(0, (budget - width * height * SIZE_PIXEL_BYTES - OVERHEAD_BYTES) // per_frame)
     carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
     minimum = max(2 * settings.rank + 2, settings.overlap + 2)
     size = f"{width}x{height}{' colour' if not settings.gray else ''}"

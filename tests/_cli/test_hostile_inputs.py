@@ -461,6 +461,7 @@ def test_unwritable_report_is_refused_before_any_job(run_cli, clip: Path, tmp_pa
 def test_a_clip_shorter_than_the_smallest_window_is_planned_whole() -> None:
     """Three frames of the largest size: the memory of three frames decides, not that of
     the smallest window (22 frames at rank 10), which would refuse a clip that fits."""
+    from bpvideo.pipeline import windows
     from bpvideo.pipeline.scale import effective_solve_scale
     from bpvideo.pipeline.windows import frame_bytes, plan_window
     from bpvideo.settings import SeparateSettings
@@ -468,7 +469,8 @@ def test_a_clip_shorter_than_the_smallest_window_is_planned_whole() -> None:
     settings = SeparateSettings(rank=10).validate()
     scale = effective_solve_scale("auto", 16384, 8192)
     per_frame = frame_bytes(16384, 8192, color=False, masked=False, solve_scale=scale)
-    room = int(5 * per_frame / 0.6)  # five frames may be used
+    fixed = 16384 * 8192 * windows.SIZE_PIXEL_BYTES + windows.OVERHEAD_BYTES
+    room = int((5 * per_frame + fixed) / windows.MEMORY_FRACTION)  # five frames fit
     _, whole_max = plan_window(settings, 16384, 8192, 3, name="x", available=room)
     assert whole_max >= 3  # read whole
     with pytest.raises(InputError, match="even a window of 22 frames"):
