@@ -49,6 +49,8 @@ __all__ = [
     "auto_sparsity",
     "changed_objects",
     "consistent_entries",
+    "fit_light",
+    "light_base",
     "motion_score",
     "observe_background",
     "reference_image",
@@ -227,6 +229,34 @@ def fit_light(
     return gain, offset, noise
 
 
+#: Frames (evenly spread) whose per-pixel median is the light's reference.
+LIGHT_BASE_FRAMES = 64
+
+
+def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-pixel median over :data:`LIGHT_BASE_FRAMES` frames spread over the window.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns.
+    mask : (m, n) bool ndarray, optional
+        Observed entries (the median is over those; a pixel never observed gives 0).
+
+    Returns
+    -------
+    (m,) float32 ndarray
+    """
+    n = data.shape[1]
+    cols = np.unique(np.linspace(0, n - 1, min(n, LIGHT_BASE_FRAMES)).round().astype(int))
+    picked = np.asarray(data[:, cols], dtype=np.float32)
+    if mask is None:
+        return np.median(picked, axis=1).astype(np.float32)
+    with np.errstate(all="ignore"):
+        base = np.nanmedian(np.where(mask[:, cols], picked, np.nan), axis=1)
+    return np.nan_to_num(base).astype(np.float32)
+
+
 #: Fewest entries a frame's light is fitted on.
 _MIN_FIT = 10
 
@@ -260,11 +290,16 @@ class Reference:
     noise : float or None
         Noise level of the frames about ``image`` (None for a given empty scene, until a
         window has measured it).
+    columns : (m, k) float32 ndarray or None
+        The solved background of the window's last frames at the solve scale: the next
+        window solves them with its own frames, observed everywhere, so that the two
+        backgrounds meet without a jump.
     """
 
     image: np.ndarray
     age: np.ndarray
     noise: float | None = None
+    columns: np.ndarray | None = None
 
     @classmethod
     def given(cls, image: np.ndarray) -> Reference:
@@ -328,11 +363,12 @@ def observe_background(
     still = still_entries(score)
     if mask is not None:
         still &= mask
-    own = reference_image(data, still)
-    # Still frames differ from pixel to pixel: under changing light, their median mixes
-    # gains. Taken again on frames brought to one light, it is one image.
-    gain, offset, noise = fit_light(data, own, still=still)
+    # Still frames differ from pixel to pixel: under changing light, their median would
+    # mix gains. It is taken on frames brought to one light, fitted to the median frame
+    # (every pixel sees the same sequence of lights, so that median is one light).
+    gain, offset, _ = fit_light(data, light_base(data, mask), still=still)
     own = reference_image((np.asarray(data, np.float32) - offset) / np.maximum(gain, 1e-3), still)
+    noise = fit_light(data, own, still=still)[2]
     kept = np.zeros(own.shape, dtype=bool)
     age = np.zeros(own.shape, dtype=np.int32)
     if previous is not None:
