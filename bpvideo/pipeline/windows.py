@@ -203,7 +203,8 @@ def plan_window(
     per_frame = frame_bytes(
         width, height, color=not settings.gray, masked=masked, solve_scale=scale
     )
-    fits = max(0, (budget - width * height * SIZE_PIXEL_BYTES - OVERHEAD_BYTES) // per_frame)
+    fixed = width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
+    fits = max(0, (budget - fixed) // per_frame)
     carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
     minimum = max(2 * settings.rank + 2, settings.overlap + 2)
     size = f"{width}x{height}{' colour' if not settings.gray else ''}"
@@ -220,11 +221,13 @@ def plan_window(
         return None, 0
     if settings.window == "auto":
         # A clip shorter than the smallest window is solved whole: its own length counts.
-        if fits < (minimum if frame_count is None else min(minimum, frame_count)):
+        least = minimum if frame_count is None else min(minimum, frame_count)
+        if fits < least:
             raise _too_big(
                 settings,
-                f"{name}: even a window of {minimum} frames of {size} needs about "
-                f"{_gib(minimum * per_frame)} but {_gib(budget)} may be used: lower {{scale}}",
+                f"{name}: even {least} frames of {size} need about "
+                f"{_gib(least * per_frame + fixed)} but {_gib(budget)} may be used: lower "
+                "{scale}",
             )
         # From the input and the options only: whole up to AUTO_WHOLE_MAX frames (decided
         # by reading ahead: a container's frame count is an estimate, absent on stdin).

@@ -473,5 +473,5 @@ def test_a_clip_shorter_than_the_smallest_window_is_planned_whole() -> None:
     room = int((5 * per_frame + fixed) / windows.MEMORY_FRACTION)  # five frames fit
     _, whole_max = plan_window(settings, 16384, 8192, 3, name="x", available=room)
     assert whole_max >= 3  # read whole
-    with pytest.raises(InputError, match="even a window of 22 frames"):
+    with pytest.raises(InputError, match="even 22 frames of 16384x8192 need about"):
         plan_window(settings, 16384, 8192, None, name="x", available=room)
