@@ -210,7 +210,7 @@ def plan_window(
     size = f"{width}x{height}{' colour' if not settings.gray else ''}"
     if settings.window == 0:
         if frame_count is not None and frame_count > fits:
-            need = per_frame * frame_count
+            need = per_frame * frame_count + fixed
             raise _too_big(
                 settings,
                 f"{name}: solving all {frame_count} frames of {size} at once needs about "
@@ -236,7 +236,7 @@ def plan_window(
             raise _too_big(
                 settings,
                 f"{name}: a window of {longest} frames of {size} needs about "
-                f"{_gib(longest * per_frame)} but {_gib(budget)} may be used ("
+                f"{_gib(longest * per_frame + fixed)} but {_gib(budget)} may be used ("
                 f"{MEMORY_FRACTION:.0%} of {_gib(avail)} available): pass "
                 f"{{window={max(min(fits, AUTO_WINDOW), 1)}}} or less, or a smaller {{scale}}",
             )
@@ -252,7 +252,7 @@ def plan_window(
         raise _too_big(
             settings,
             f"{name}: a window of {window} frames of {size} needs about "
-            f"{_gib((window + carry(window)) * per_frame)} but {_gib(budget)} may be used "
+            f"{_gib((window + carry(window)) * per_frame + fixed)} but {_gib(budget)} may be used "
             f"({MEMORY_FRACTION:.0%} of {_gib(avail)} available): use "
             f"{{window={max(fits * 3 // 4, 1)}}} or less, or a smaller {{scale}}",
         )
