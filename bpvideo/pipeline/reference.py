@@ -242,8 +242,8 @@ def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.nda
     where a frame's still entries span few grey levels: gains of 0.86 with offsets of +25
     on steady frames of cdnet_office), from the median ratio over the still entries, then
     by least squares over those within 2.5 noise levels of it (``base`` may be foreground
-    where someone sat for most of the window); a frame with fewer than :data:`_MIN_FIT` still entries
-    keeps gain 1.
+    where someone sat for most of the window); a frame with fewer than :data:`_MIN_FIT`
+    still entries keeps gain 1.
 
     Parameters
     ----------
