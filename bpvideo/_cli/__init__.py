@@ -17,10 +17,12 @@ import click
 
 from bpvideo import __version__
 from bpvideo._cli.console import (
+    CLOSED_STREAMS,
     configure_logging,
     error_line,
     iteration_table,
     main,
+    one_line,
     progress_bar,
 )
 from bpvideo.errors import BpvideoError, InputError
@@ -205,6 +207,7 @@ def separate(
     per input when there are several (JSON lines with --json).
     """
     from bpvideo.api import separate_file
+    from bpvideo.io.guard import check_jobs
     from bpvideo.io.paths import expand_inputs, plan_outputs
 
     verbosity = _verbosity(verbose, quiet)
@@ -217,12 +220,15 @@ def separate(
         given = merge_options(from_file, given)
     settings = SeparateSettings.from_mapping(given)
     paths = expand_inputs(list(inputs))
+    _check_streams(paths, settings)
     if len(paths) > 1 and settings.masks_to is not None:
         raise InputError(
             f"{{masks_to=}} takes one input, got {len(paths)}: run the inputs one at a time",
             option=("masks_to", settings.masks_to),
         )
     outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
+    if len(paths) > 1:  # no input may be another's output (one input: separate_file checks)
+        check_jobs((path, out, settings) for path, out in zip(paths, outputs, strict=True))
     callback, bar = iteration_table(verbosity), progress_bar(verbosity)
     failed = 0
     for path, out in zip(paths, outputs, strict=True):
@@ -264,7 +270,7 @@ def _defaults_file(path: str, debug: bool) -> dict[str, Any]:
 def _config_problems(exc: Any, path: str) -> int:
     """Echo every problem of a config (``file:line: ...``) and a last line; the exit code."""
     for problem in exc.problems:
-        click.echo(f"bpvideo: error: {problem}", err=True)
+        click.echo(f"bpvideo: error: {one_line(problem)}", err=True)
     count = len(exc.problems)
     click.echo(
         f"bpvideo: error: {path}: {count} problem{'s' if count > 1 else ''}, nothing was run: "
@@ -272,6 +278,17 @@ def _config_problems(exc: Any, path: str) -> int:
         err=True,
     )
     return exc.exit_code
+
+
+def _check_streams(paths: list[str], settings: SeparateSettings) -> None:
+    """Refuse stdin or stdout as data when the process started with it closed."""
+    if "-" in paths and 0 in CLOSED_STREAMS:
+        raise InputError("INPUT is stdin ('-') but stdin is closed: pipe frames into bpvideo")
+    if settings.masks_to == "-" and 1 in CLOSED_STREAMS:
+        raise InputError(
+            "{masks_to=} but stdout is closed: give a file, or a pipe on stdout",
+            option=("masks_to", "-"),
+        )
 
 
 EVALUATE_EPILOG = """\b
@@ -336,14 +353,15 @@ def evaluate(
     CSV's path on stdout (or, with --json, the scores as JSON on stdout).
     """
     from bpvideo.evaluate.groundtruth import parse_temporal_roi
+    from bpvideo.evaluate.scoring import check_evaluation, format_table
     from bpvideo.evaluate.scoring import evaluate as score
-    from bpvideo.evaluate.scoring import format_table
 
     configure_logging(_verbosity(verbose, quiet), logfile)
-    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
-    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is None and (Path(masks) / "masks").is_dir():
         csv_path = str(Path(masks) / "evaluation.csv")
+    check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path)
+    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
+    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is not None:
         result.info["csv"] = str(result.to_csv(csv_path))
     if as_json:
@@ -364,7 +382,7 @@ Examples:
 
 \b
 Paths in the config are relative to its folder. The report (per job: input, output,
-status, seconds, frames, error) goes to batch_report.json beside the config unless
+status, seconds, frames, error) goes to NAME.report.json beside NAME.yaml unless
 --report or 'report:' says otherwise. Exit 0 when every job succeeded, 1 otherwise,
 2 for an invalid config (every problem listed, file:line, nothing run).
 """
@@ -395,7 +413,7 @@ status, seconds, frames, error) goes to batch_report.json beside the config unle
     "--report",
     metavar="PATH",
     default=None,
-    help="Where to write the JSON report  [default: batch_report.json beside the config]",
+    help="Where to write the JSON report  [default: NAME.report.json beside NAME.yaml]",
 )
 @click.option("--resume", is_flag=True, help="Skip jobs whose outputs are complete and match.")
 @click.option(

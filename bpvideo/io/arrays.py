@@ -18,9 +18,9 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.io.stream import (
     FrameSource,
+    frame_size,
     resolve_selection,
     scaled_frames,
-    scaled_size,
     select_frames,
     selected_count,
 )
@@ -144,7 +144,7 @@ def open_frames(
                          total_frames=total)  # fmt: skip
     source.start = start
     numbered = _numbered(first, iterator, (h, w))
-    source.width, source.height = scaled_size(w, h, scale)
+    source.width, source.height = frame_size(w, h, scale, name)
     source.frames = scaled_frames(source, select_frames(numbered, start, count, step), scale, False,
                             (start, count, step))  # fmt: skip
     return source

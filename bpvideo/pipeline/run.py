@@ -37,7 +37,13 @@ from bpvideo.pipeline.scale import (
 )
 from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
 from bpvideo.pipeline.statistics import window_model
-from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, plan_window
+from bpvideo.pipeline.windows import (
+    CARRY_FRAMES,
+    check_window,
+    chunk_windows,
+    plan_window,
+    planned_memory,
+)
 from bpvideo.progress import Tracker
 from bpvideo.settings import SeparateSettings, format_span
 from bpvideo.solvers import SolverResult
@@ -72,12 +78,16 @@ class Plan:
         With ``window="auto"``: a stream that ends within this many frames is solved whole.
     solve_scale : float
         The factor the solve runs at (``"auto"`` resolved).
+    memory : int or None
+        Bytes the process will hold at most: what it held when the run was planned, plus
+        :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
     """
 
     window: int | None
     overlap: int
     whole_max: int
     solve_scale: float
+    memory: int | None = None
 
 
 def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
@@ -92,7 +102,13 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
         settings, source.width, source.height, source.frame_count, name=source.name
     )
     scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
-    return Plan(window, settings.overlap if window is not None else 0, whole_max, scale)
+    import psutil
+
+    memory = planned_memory(settings, source.width, source.height, source.frame_count, window,
+                            whole_max)  # fmt: skip
+    if memory is not None:
+        memory += psutil.Process().memory_info().rss
+    return Plan(window, settings.overlap if window is not None else 0, whole_max, scale, memory)
 
 
 def iter_windows(
@@ -335,8 +351,9 @@ def _log_read(
 ) -> None:
     n = video.n_frames
     windowed = plan.window is not None and n == plan.window  # else read-ahead found it all
+    memory = "" if plan.memory is None else f"; memory {plan.memory / 2**20:.0f} MiB at most"
     logger.info(
-        "read %d frames of %dx%d from %s (%.2fs)%s",
+        "read %d frames of %dx%d from %s (%.2fs)%s%s",
         n,
         video.width,
         video.height,
@@ -345,6 +362,7 @@ def _log_read(
         f"; solving in windows of {plan.window} frames, overlap {settings.overlap}"
         if windowed
         else "",
+        memory,
     )
 
 

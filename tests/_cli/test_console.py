@@ -113,15 +113,16 @@ def test_logfile_gets_time_stamped_records_even_when_quiet(
     assert res.code == 0 and res.err == ""
     lines = log.read_text().splitlines()
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO "
-    assert re.fullmatch(stamp + r"read 24 frames of 48x36 from .*tiny\.mkv \(.*\)", lines[0])
+    assert re.fullmatch(stamp + r"read 24 frames of 48x36 from .*tiny\.mkv \(.*", lines[0])
     assert re.fullmatch(stamp + f"wrote {tmp_path / 'o'} " + r"\(.*s in all\)", lines[-1])
     res = run_cli("separate", tiny_clip, "-o", tmp_path / "p", "-v", "--logfile", log)
     assert res.code == 0 and "iter      residual" in log.read_text()  # -v: debug too, appended
     assert log.read_text().count(" INFO read 24 frames") == 2
     bad = tmp_path / "no-such-folder" / "run.log"
     res = run_cli("separate", tiny_clip, "-o", tmp_path / "q", "--logfile", bad)
-    assert res.code == 2 and res.err == (
-        f"bpvideo: error: --logfile '{bad}' cannot be opened (No such file or directory): "
+    assert res.code == 2 and res.err.count("\n") == 1  # one line (a long path is elided)
+    assert res.err.startswith("bpvideo: error: --logfile '") and res.err.endswith(
+        "no-such-folder/run.log' cannot be opened (No such file or directory): "
         "give a file in a folder that exists and is writable\n"
     )
 
