@@ -26,6 +26,7 @@ from bpvideo._spec import (
 from bpvideo.errors import InputError
 
 __all__ = [
+    "DEVICES",
     "MASK_RULES",
     "METHODS",
     "SeparateSettings",
@@ -53,6 +54,8 @@ PAPER_SPARSITY = 0.1
 NOISES = ("local", "global")
 SHADOWS = ("remove", "keep")
 PIX_FMTS = ("gray", "bgr24")
+#: Where the solver runs (:func:`bpvideo.solvers.backends.resolve_device`).
+DEVICES = ("auto", "cpu", "cuda")
 
 
 @dataclass
