@@ -22,12 +22,14 @@ __all__ = [
     "History",
     "Iterate",
     "SolverResult",
+    "array_module",
     "as_float",
     "check_mask",
     "check_positive",
     "check_problem",
     "relative_change",
     "relative_residual",
+    "to_host",
     "warn_max_iter",
 ]
 
@@ -77,6 +79,20 @@ class SolverResult:
         return self.residuals[-1] if self.residuals else float("nan")
 
 
+def array_module(x: Any) -> Any:
+    """The array module of ``x``: numpy, or CuPy for an array on the GPU."""
+    if isinstance(x, np.ndarray):
+        return np
+    import cupy  # only a CuPy array gets here
+
+    return cupy
+
+
+def to_host(x: Any) -> np.ndarray:
+    """``x`` as a numpy array: as it is, or copied from the GPU (a CuPy array)."""
+    return x if isinstance(x, np.ndarray) else x.get()
+
+
 class Iterate:
     """The state handed to a solver's ``callback`` after each iteration.
 
@@ -89,6 +105,8 @@ class Iterate:
         factored form; a view or a new array: copy it to keep it).
     S : ndarray
         Current sparse iterate (a view: copy it to keep it).
+
+    Both are numpy arrays; a solve on the GPU copies them to the host on first access.
     residual : float
         Relative residual after this iteration.
     change : float
@@ -105,16 +123,20 @@ class Iterate:
     ) -> None:
         self.iteration = iteration
         self._L = L
-        self.S = S
+        self._S = S
         self.residual = residual
         self.change = change
 
     @property
     def L(self) -> np.ndarray:
         if isinstance(self._L, tuple):
-            U, V = self._L
+            U, V = (to_host(f) for f in self._L)
             self._L = U @ V.T
-        return self._L
+        return to_host(self._L)
+
+    @property
+    def S(self) -> np.ndarray:
+        return to_host(self._S)
 
     def __repr__(self) -> str:
         return (

@@ -41,6 +41,7 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.settings import DEVICES
+from bpvideo.solvers._common import to_host
 
 __all__ = [
     "BACKENDS",
@@ -288,11 +289,6 @@ def keep_all(shape: tuple[int, int], dtype: Any) -> Thresholds:
         np.full(n, -1.0, dtype=dtype),
         np.full(n, m, dtype=np.int64),
     )
-
-
-def to_host(x: Any) -> np.ndarray:
-    """``x`` as a numpy array: as it is, or copied from the GPU (a CuPy array)."""
-    return x if isinstance(x, np.ndarray) else x.get()
 
 
 def exercise(backend: Backend, dtype: type = np.float32) -> None:

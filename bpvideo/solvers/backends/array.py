@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from bpvideo.solvers._common import array_module
 from bpvideo.solvers.backends import exercise
 from bpvideo.solvers.backends.numpy import _np_fused_rows
 
@@ -139,7 +140,7 @@ def kth_largest(
         Index cut-off: entries ``> thr``, and ``== thr`` at an index ``<= cut``, are exactly
         ``k`` (ties are broken by index, see :meth:`Backend.thresholds`).
     """
-    xp = _module(absM)
+    xp = array_module(absM)
     length, n_seg = absM.shape[axis], absM.shape[1 - axis]
     if k >= length:
         return absM.min(axis=axis), xp.full(n_seg, length, dtype=xp.int64)
@@ -170,15 +171,6 @@ def kth_largest(
         cut = xp.full(n_seg, length, dtype=xp.int64)
     cut = xp.where(zero, length, cut)
     return thr, cut
-
-
-def _module(a: Any) -> Any:
-    """The array module of ``a`` (numpy, or CuPy for a CuPy array)."""
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy  # only a CuPy array gets here
-
-    return cupy
 
 
 class ArrayBackend:
