@@ -97,9 +97,7 @@ def initial_point(
     return to_host(L0), to_host(S0)
 
 
-def _on_device(
-    kernels: Backend, A: np.ndarray, mask: np.ndarray | None
-) -> tuple[Any, Any | None]:
+def _on_device(kernels: Backend, A: np.ndarray, mask: np.ndarray | None) -> tuple[Any, Any | None]:
     """``A`` and ``mask`` as C-contiguous arrays of the backend's module (moved to the GPU
     once, in the backend's dtype, for the CUDA backend)."""
     xp = kernels.xp
