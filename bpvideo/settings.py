@@ -186,6 +186,13 @@ class SeparateSettings:
         "H_r (sweeps to convergence). 1 is an approximation, see README Performance.",
         low=0,
     )
+    device: str = option(
+        "auto",
+        "str",
+        "Where the solver runs: cuda = an NVIDIA GPU (bestpair and ncf; needs CuPy: pip "
+        'install "bpvideo[cuda]"), cpu, or auto = cuda when CuPy sees a GPU, else cpu.',
+        choices=DEVICES,
+    )
     solve_scale: float | str = option(
         "auto",
         "scale",
@@ -318,6 +325,12 @@ class SeparateSettings:
             raise InputError(
                 f"{{overlap=}} must be < {{window}} ({self.window}): lower {{overlap}}",
                 option=("overlap", self.overlap),
+            )
+        if self.device == "cuda" and self.method not in INIT_METHODS:
+            raise InputError(
+                f"{{device='cuda'}} runs the bestpair and ncf methods, not {self.method}: use "
+                "{device='cpu'} or {method='bestpair'}",
+                option=("device", self.device),
             )
         if self.size is not None:
             parse_size(self.size)

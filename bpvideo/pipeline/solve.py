@@ -39,12 +39,20 @@ from bpvideo.pipeline.windows import (
     warm_start,
     with_carried,
 )
-from bpvideo.settings import SeparateSettings
+from bpvideo.settings import INIT_METHODS, SeparateSettings
 from bpvideo.solvers import SolverResult, get_solver
 from bpvideo.solvers._common import Callback
-from bpvideo.solvers.backends import Backend
+from bpvideo.solvers.backends import Backend, resolve_device
 
-__all__ = ["Solved", "WarmUp", "solve", "solve_entries", "solve_window", "uses_reference"]
+__all__ = [
+    "Solved",
+    "WarmUp",
+    "solve",
+    "solve_device",
+    "solve_entries",
+    "solve_window",
+    "uses_reference",
+]
 
 logger = logging.getLogger("bpvideo")
 
@@ -69,6 +77,8 @@ def solve(
     kwargs: dict[str, Any] = dict(settings.solver_kwargs(), mask=video.mask, callback=callback)
     if (L0 is not None or S0 is not None) and "init" in kwargs:  # baselines start their own way
         kwargs.update(L0=L0, S0=S0)
+    if solve_device(settings) == "cuda":
+        kwargs["backend"] = "cuda"
     solver = get_solver(settings.method)
     args = settings.solver_args()
     if args and sparsity is not None:
@@ -117,6 +127,20 @@ class Solved:
     rows: np.ndarray | None = None
     reference: Reference | None = None
     sparsity: float | None = None
+
+
+def solve_device(settings: SeparateSettings) -> str:
+    """Where ``settings``' solves run, ``"cpu"`` or ``"cuda"`` (``device="auto"``: the GPU
+    when CuPy sees one, for the methods that run there).
+
+    Raises
+    ------
+    InputError
+        ``device="cuda"`` without CuPy or a GPU: the message says what to install.
+    """
+    if settings.method not in INIT_METHODS:  # the baselines run on the CPU
+        return "cpu"
+    return resolve_device(settings.device)
 
 
 def uses_reference(settings: SeparateSettings) -> bool:
