@@ -243,8 +243,9 @@ class ArrayBackend:
         xp = self.xp
         if mask is None:
             return xp.median(A, axis=1)
-        med = xp.nanmedian(xp.where(xp.asarray(mask), A, xp.nan), axis=1)
-        return xp.nan_to_num(med)
+        mask = xp.asarray(mask)
+        seen = mask.any(axis=1, keepdims=True)  # rows with no observed entry: median 0
+        return xp.nanmedian(xp.where(mask, A, xp.where(seen, xp.nan, 0)), axis=1)
 
     def warm_up(self, dtype: type = np.float32) -> None:
         """Run every kernel once on a tiny problem (CuPy compiles its kernels then)."""
