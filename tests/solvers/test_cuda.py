@@ -13,8 +13,8 @@ import pytest
 
 import bpvideo
 from bpvideo.errors import InputError
-from bpvideo.solvers import best_pair, project_rank, project_sparse
 from bpvideo.solvers import backends as backends_module
+from bpvideo.solvers import best_pair, project_rank, project_sparse
 from bpvideo.solvers.backends import array as array_module
 from bpvideo.solvers.backends import cuda as cuda_module
 from bpvideo.solvers.backends import get_backend, resolve_device, to_host
@@ -50,9 +50,11 @@ def test_selection_is_exact_with_ties_zeros_and_any_guess(dtype: type, guess: st
     numpy_kernels, kernels = get_backend("numpy"), ArrayBackend()
     for _ in range(12):
         m, n = int(rng.integers(2, 200)), int(rng.integers(2, 50))
-        M = ties_and_zeros(rng, m, n, dtype) if rng.random() < 0.5 else rng.standard_normal(
-            (m, n)
-        ).astype(dtype)
+        M = (
+            ties_and_zeros(rng, m, n, dtype)
+            if rng.random() < 0.5
+            else rng.standard_normal((m, n)).astype(dtype)
+        )
         k_row, k_col = int(rng.integers(1, n + 1)), int(rng.integers(1, m + 1))
         want = numpy_kernels.thresholds(M, k_row, k_col)
         col_guess = None if guess is None else want[2] * (1.01 if guess == "close" else 4)
@@ -137,7 +139,7 @@ def test_cuda_without_cupy_says_what_to_install(no_cupy) -> None:
 
 def test_cuda_without_a_gpu_names_the_driver(no_gpu) -> None:
     assert resolve_device("auto") == "cpu"
-    with pytest.raises(InputError, match="no usable GPU .*InsufficientDriver.*driver"):
+    with pytest.raises(InputError, match=r"no usable GPU .*InsufficientDriver.*driver"):
         resolve_device("cuda")
     with pytest.raises(InputError, match="must be one of: auto, cpu, cuda"):
         resolve_device("tpu")
