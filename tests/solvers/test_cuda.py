@@ -196,7 +196,7 @@ def gpu():
     """The CUDA backend (skips without CuPy or a GPU)."""
     problem = cuda_module.cuda_problem()
     if problem is not None:
-        pytest.skip(InputError("{device='cuda'} " + problem).message)
+        pytest.skip(InputError("{device='cuda'} " + problem, option=("device", "cuda")).message)
     return get_backend("cuda")
 
 
