@@ -30,7 +30,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from bench_gpu import clip_frames, end_to_end, synthetic_frames
+from bench_gpu import clip_frames, end_to_end, solver_rate, synthetic_frames
 
 import bpvideo
 from bpvideo.errors import InputError
@@ -79,12 +79,13 @@ def check_masks(folder: Path, frames: int, pixels: int) -> tuple[bool, str]:
 
 def check_speed(frames: int) -> tuple[bool, str]:
     data = synthetic_frames(1920, 1080, frames)
-    fps, solve_fps, iterations = end_to_end(data, "cuda", "0")
+    rate, fps = solver_rate(data, "cuda", 30)
+    e2e, iterations = end_to_end(data, "cuda", "0")
     text = (
-        f"1920x1080 x {frames}: solve {solve_fps:.0f} frames/s, end to end {fps:.0f} "
-        f"({iterations} iterations)"
+        f"1920x1080 x {frames}, 30 iterations: solve {fps:.0f} frames/s ({rate:.1f} it/s); "
+        f"end to end {e2e:.0f} frames/s ({iterations} iterations)"
     )
-    return solve_fps >= 500, text
+    return fps >= 500, text
 
 
 def main() -> int:
