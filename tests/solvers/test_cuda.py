@@ -240,3 +240,35 @@ def test_gpu_masks_agree_with_the_cpu(gpu) -> None:
     cpu = bpvideo.separate(frames, device="cpu")
     assert on_gpu.report["solver"]["device"] == "cuda"
     assert np.count_nonzero(on_gpu.masks != cpu.masks) <= 5 * len(frames)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dense", [False, True])
+def test_gpu_compiled_step_matches_the_array_step(gpu, masked: bool, dense: bool) -> None:
+    """The compiled pass of the CUDA backend against its array-module reference."""
+    xp = gpu.xp
+    rng = np.random.default_rng(31)
+    m, n, r = 3000, 300, 2
+    W, Sp, A = (rng.standard_normal((m, n)).astype(np.float32) for _ in range(3))
+    U, V, Up, Vp = (rng.standard_normal((d, r)).astype(np.float32) for d in (m, n, m, n))
+    L, Lp = (U @ V.T, Up @ Vp.T) if dense else ((U, V), (Up, Vp))
+    mask = rng.random((m, n)) < 0.7 if masked else None
+    thr = get_backend("numpy").thresholds(W, 30, 300)
+    block = np.linalg.qr(rng.standard_normal((n, 7)))[0]
+    out = {}
+    for name, kernels in (("compiled", gpu), ("array", ArrayBackend(xp))):
+        bufs = [xp.asarray(X) for X in (W, Sp, np.empty_like(W), A)]
+        dev = lambda X: tuple(xp.asarray(f) for f in X) if isinstance(X, tuple) else xp.asarray(X)  # noqa: E731
+        sq, Y, _ = kernels.fused_step(
+            *bufs, None if mask is None else xp.asarray(mask), thr, dev(L), dev(Lp),
+            0.5, 0.5, 0.55, 30, block=block, row_guess=thr[0],
+        )  # fmt: skip
+        out[name] = ([to_host(B) for B in bufs[:3]], sq, to_host(Y))
+    (got, sq, Y), (want, sq_want, Y_want) = out["compiled"], out["array"]
+    np.testing.assert_array_equal(got[0], want[0])  # S_k = T_alpha(W)
+    for G, X in zip(got[1:], want[1:], strict=True):
+        np.testing.assert_allclose(G, X, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(Y, Y_want, rtol=1e-4, atol=1e-2)
+    for key, value in sq_want.items():
+        assert sq[key] == pytest.approx(value, rel=1e-5)

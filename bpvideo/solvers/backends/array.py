@@ -194,6 +194,12 @@ class ArrayBackend:
                    row_guess=None, Y=None):  # fmt: skip
         """See :meth:`Backend.fused_step`; also returns the row thresholds of the new
         ``W_s`` (selected around ``row_guess``)."""
+        sq, Y = self._step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block)
+        rows = kth_largest(self.xp.abs(Sp), k_row, 1, row_guess)
+        return sq, Y, rows
+
+    def _step(self, W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block):
+        """``T_alpha`` on ``W``, then the numpy backend's gradient step on ``xp``."""
         xp = self.xp
         if thr is not None:
             self.apply_thresholds(W, thr)
@@ -203,9 +209,7 @@ class ArrayBackend:
             if block is None
             else xp.ascontiguousarray(xp.asarray(block).T, dtype=W.dtype)
         )
-        sq, Y = _np_fused_rows(W, Sp, Wl, A, mask, None, L, Lp, a, b, h, VwT, xp=xp)
-        rows = kth_largest(xp.abs(Sp), k_row, 1, row_guess)
-        return sq, Y, rows
+        return _np_fused_rows(W, Sp, Wl, A, mask, None, L, Lp, a, b, h, VwT, xp=xp)
 
     def thresholds(self, W, k_row, k_col, rows=None, col_guess=None):
         """See :meth:`Backend.thresholds`."""

@@ -13,6 +13,8 @@ imports imageio-ffmpeg: a GPU machine without ffmpeg solves frame folders.
 from __future__ import annotations
 
 import functools
+import os
+from typing import Any
 
 import numpy as np
 
@@ -59,8 +61,79 @@ def device_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+#: The gradient step of :meth:`Backend.fused_step` in one pass over the m x n buffers (the
+#: numpy backend's ``_np_fused_rows`` with ``T_alpha`` applied first is the reference;
+#: ``tests/solvers/test_cuda.py`` compares the two on the GPU). One block of threads runs
+#: along a row (consecutive columns: coalesced), blocks stride over the rows; ``L_k`` and
+#: ``L_{k-1}`` are formed from their factors in registers; the five squared norms are
+#: summed in double per thread, per warp, then added to ``sums`` once per warp.
+_FUSED_SOURCE = r"""
+__device__ __forceinline__ double warp_sum(double v) {
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffff, v, d);
+    return v;
+}
+
+extern "C" __global__ void fused_step(
+    float* W, float* Sp, float* Wl, const float* A, const bool* mask, const int has_mask,
+    const float* rt, const long long* rc, const float* ct, const long long* cc,
+    const int has_thr,
+    const float* Lk, const float* U, const float* VT, const int rk, const int dense_k,
+    const float* Lp, const float* Up, const float* VpT, const int rp, const int dense_p,
+    const float a, const float b, const float h, const long long m, const long long n,
+    double* sums)
+{
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    double s_ds = 0.0, s_dl = 0.0, s_s = 0.0, s_l = 0.0, s_e = 0.0;
+    if (j < n) {
+        for (long long i = blockIdx.y; i < m; i += gridDim.y) {
+            const long long at = i * n + j;
+            float s = W[at];
+            if (has_thr) {
+                const float x = fabsf(s);
+                const bool by_row = x > rt[i] || (x == rt[i] && j <= rc[i]);
+                const bool by_col = x > ct[j] || (x == ct[j] && i <= cc[j]);
+                if (!(by_row && by_col)) s = 0.0f;
+                W[at] = s;
+            }
+            float lk = 0.0f, lp = 0.0f;
+            if (dense_k) lk = Lk[at];
+            else for (int q = 0; q < rk; ++q) lk += U[i * rk + q] * VT[q * n + j];
+            if (dense_p) lp = Lp[at];
+            else for (int q = 0; q < rp; ++q) lp += Up[i * rp + q] * VpT[q * n + j];
+            const float sp = Sp[at];
+            const float ds = s - sp, dl = lk - lp;
+            float e = (A[at] - lk) - s;
+            float r = (ds + dl) * b - e;
+            if (has_mask && !mask[at]) { e = 0.0f; r = 0.0f; }
+            s_s += (double)sp * sp;  s_l += (double)lp * lp;
+            s_ds += (double)ds * ds; s_dl += (double)dl * dl; s_e += (double)e * e;
+            r *= h;
+            Sp[at] = (ds * a + s) - r;
+            Wl[at] = (dl * a + lk) - r;
+        }
+    }
+    s_ds = warp_sum(s_ds); s_dl = warp_sum(s_dl); s_s = warp_sum(s_s);
+    s_l = warp_sum(s_l); s_e = warp_sum(s_e);
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(sums + 0, s_ds); atomicAdd(sums + 1, s_dl); atomicAdd(sums + 2, s_s);
+        atomicAdd(sums + 3, s_l); atomicAdd(sums + 4, s_e);
+    }
+}
+"""
+
+#: Threads per block (along a row) and the most blocks along the rows of the fused step.
+BLOCK = 256
+ROW_BLOCKS = 8192
+
+#: ``BPVIDEO_CUDA_KERNELS=0``: run the array-module kernels only (the reference), without
+#: the compiled fused step.
+USE_KERNELS = os.environ.get("BPVIDEO_CUDA_KERNELS", "1") != "0"
+
+
 class CudaBackend(ArrayBackend):
-    """:class:`~bpvideo.solvers.backends.array.ArrayBackend` on CuPy, in float32."""
+    """:class:`~bpvideo.solvers.backends.array.ArrayBackend` on CuPy, in float32, with the
+    gradient step compiled into one pass (:data:`_FUSED_SOURCE`; without it, or with
+    ``BPVIDEO_CUDA_KERNELS=0``, the array-module step)."""
 
     name = "cuda"
     dtype = np.float32
@@ -69,3 +142,47 @@ class CudaBackend(ArrayBackend):
         import cupy
 
         super().__init__(cupy)
+        self._fused = cupy.RawKernel(_FUSED_SOURCE, "fused_step") if USE_KERNELS else None
+
+    def _step(self, W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block):
+        """``T_alpha`` and the gradient step in one compiled pass (float32, C-contiguous
+        buffers; otherwise the array-module step)."""
+        if (
+            self._fused is None
+            or W.dtype != np.float32
+            or not all(X.flags.c_contiguous for X in (W, Sp, Wl, A))
+        ):
+            return super()._step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block)
+        xp = self.xp
+        m, n = W.shape
+        f32, i64 = np.float32, np.int64
+        none_f, none_i = xp.zeros(1, dtype=f32), xp.zeros(1, dtype=i64)
+        if thr is None:
+            thr_args = (none_f, none_i, none_f, none_i, np.int32(0))
+        else:
+            rt, rc, ct, cc = (xp.asarray(t) for t in thr)
+            thr_args = (rt.astype(f32), rc.astype(i64), ct.astype(f32), cc.astype(i64),
+                        np.int32(1))  # fmt: skip
+        if mask is not None:
+            mask = xp.ascontiguousarray(mask, dtype=bool)
+        sums = xp.zeros(5, dtype=np.float64)
+        grid = ((n + BLOCK - 1) // BLOCK, min(m, ROW_BLOCKS))
+        self._fused(grid, (BLOCK,), (
+            W, Sp, Wl, A, xp.zeros(1, dtype=bool) if mask is None else mask,
+            np.int32(mask is not None), *thr_args,
+            *self._l_args(L, none_f), *self._l_args(Lp, none_f),
+            f32(a), f32(b), f32(h), i64(m), i64(n), sums,
+        ))  # fmt: skip
+        ds2, dl2, s2, l2, e2 = (float(v) for v in sums.get())
+        Y = None if block is None else Wl @ xp.asarray(block, dtype=f32)
+        return {"dS": ds2, "dL": dl2, "S": s2, "L": l2, "E": e2}, Y
+
+    def _l_args(self, L: Any, none: Any) -> tuple[Any, ...]:
+        """Kernel arguments of ``L``: (dense, U, V^T, rank, is dense)."""
+        xp = self.xp
+        if not isinstance(L, tuple):
+            return (xp.ascontiguousarray(L, dtype=np.float32), none, none, np.int32(0),
+                    np.int32(1))  # fmt: skip
+        U = xp.ascontiguousarray(xp.asarray(L[0]), dtype=np.float32)
+        VT = xp.ascontiguousarray(xp.asarray(L[1]).T, dtype=np.float32)
+        return (none, U, VT, np.int32(U.shape[1]), np.int32(0))
