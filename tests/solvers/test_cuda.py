@@ -272,3 +272,20 @@ def test_gpu_compiled_step_matches_the_array_step(gpu, masked: bool, dense: bool
     np.testing.assert_allclose(Y, Y_want, rtol=1e-4, atol=1e-2)
     for key, value in sq_want.items():
         assert sq[key] == pytest.approx(value, rel=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_compiled_bracket_passes_match_the_array_ones(gpu) -> None:
+    xp = gpu.xp
+    rng = np.random.default_rng(32)
+    M = xp.asarray(np.rint(rng.standard_normal((5000, 300)) * 3).astype(np.float32))
+    rlo, rhi = (xp.asarray(b) for b in np.sort(rng.random((2, 5000)) * 4, axis=0))
+    clo, chi = (xp.asarray(b) for b in np.sort(rng.random((2, 300)) * 4, axis=0))
+    bounds = [b.astype(np.float32) for b in (rlo, rhi, clo, chi)]
+    reference = ArrayBackend(xp)
+    for got, want in zip(gpu.bracket_counts(M, *bounds), reference.bracket_counts(M, *bounds),
+                         strict=True):  # fmt: skip
+        np.testing.assert_array_equal(to_host(got), to_host(want))
+    np.testing.assert_array_equal(
+        to_host(gpu.bracket_flags(M, *bounds)), to_host(reference.bracket_flags(M, *bounds))
+    )

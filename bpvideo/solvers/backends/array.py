@@ -33,7 +33,15 @@ from bpvideo.solvers._common import array_module
 from bpvideo.solvers.backends import exercise
 from bpvideo.solvers.backends.numpy import _np_fused_rows
 
-__all__ = ["PIVOT_MARGIN", "SAMPLE_MIN", "SAMPLE_STEP", "ArrayBackend", "kth_largest"]
+__all__ = [
+    "PIVOT_MARGIN",
+    "SAMPLE_MIN",
+    "SAMPLE_STEP",
+    "ArrayBackend",
+    "bracket_missed",
+    "kth_largest",
+    "select_in_brackets",
+]
 
 #: Brackets around a guess of the thresholds: ``(guess * margin, guess / margin]``; the
 #: numba backend's margin, measured there (few entries inside, the threshold rarely out).
@@ -150,27 +158,40 @@ def kth_largest(
         above = xp.count_nonzero(absM > _along(hi, axis), axis=axis)
         inside = (absM > _along(lo, axis)) & (absM <= _along(hi, axis))
         count = xp.count_nonzero(inside, axis=axis)
-        zero = above + count < k  # fewer than k non-zero entries: the threshold is 0
-        missed = (above >= k) | (zero & (lo > 0))
+        missed = bracket_missed(xp, above, count, lo, k)
         if not bool(xp.any(missed)):
             break
         lo = xp.where(missed, xp.asarray(0, dtype=lo.dtype), lo)
         hi = xp.where(missed, xp.asarray(np.inf, dtype=hi.dtype), hi)
     idx = xp.nonzero(inside)
     del inside
-    vals = absM[idx]
     seg, pos = (idx[1], idx[0]) if axis == 0 else idx
+    return select_in_brackets(xp, seg, pos, absM[idx], above, count, k, length)
+
+
+def bracket_missed(xp: Any, above: Any, count: Any, lo: Any, k: int) -> Any:
+    """Per segment: its k-th largest magnitude is not in its bracket ``(lo, hi]``, given
+    the counts of entries above ``hi`` and inside (``lo >= 0``; fewer than k non-zero
+    entries in all means a threshold of 0, which a bracket from 0 holds)."""
+    return (above >= k) | ((above + count < k) & (lo > 0))
+
+
+def select_in_brackets(xp, seg, pos, vals, above, count, k, length):
+    """The thresholds and cut-offs of :func:`kth_largest` from the candidates inside the
+    brackets (segment, position in it, magnitude; any order) and the counts per segment
+    of entries above and inside (every bracket holding its threshold)."""
+    n_seg = len(above)
+    zero = above + count < k  # fewer than k non-zero entries: the threshold is 0
     if len(vals):
         # the (k - above)-th largest candidate of each segment, once they are sorted
         index = xp.cumsum(count) - count + xp.maximum(k - above, 1) - 1
         thr = _pick(xp, seg, vals, xp.minimum(index, len(vals) - 1))
-        thr = xp.where(zero, xp.asarray(0, dtype=absM.dtype), thr)
+        thr = xp.where(zero, xp.asarray(0, dtype=vals.dtype), thr)
         cut = _cut_offs(xp, seg, pos, vals, thr, above, k, n_seg, length)
     else:
-        thr = xp.zeros(n_seg, dtype=absM.dtype)
+        thr = xp.zeros(n_seg, dtype=vals.dtype)
         cut = xp.full(n_seg, length, dtype=xp.int64)
-    cut = xp.where(zero, length, cut)
-    return thr, cut
+    return thr, xp.where(zero, length, cut)
 
 
 class ArrayBackend:
@@ -189,14 +210,80 @@ class ArrayBackend:
 
     def __init__(self, xp: Any = np) -> None:
         self.xp = xp
+        self._k_col: int | None = None  # of the last thresholds() call
+        self._next: tuple[Any, ...] | None = None  # column thresholds, selected ahead
 
     def fused_step(self, W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, k_row, block=None,
                    row_guess=None, Y=None):  # fmt: skip
         """See :meth:`Backend.fused_step`; also returns the row thresholds of the new
-        ``W_s`` (selected around ``row_guess``)."""
+        ``W_s`` (selected around ``row_guess``), and selects its column thresholds around
+        those of ``thr`` in the same passes, for :meth:`thresholds` to return."""
         sq, Y = self._step(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block)
-        rows = kth_largest(self.xp.abs(Sp), k_row, 1, row_guess)
+        self._next = None
+        rows = cols = None
+        if thr is not None and row_guess is not None and self._k_col is not None:
+            rows, cols = self._select_both(Sp, k_row, self._k_col, row_guess, thr[2])
+            if cols is not None:
+                self._next = (Sp, self._k_col, thr[2], cols)
+        if rows is None:
+            rows = kth_largest(self.xp.abs(Sp), k_row, 1, row_guess)
         return sq, Y, rows
+
+    def _select_both(self, M, k_row, k_col, row_guess, col_guess):
+        """Row and column thresholds of ``M`` from brackets around guesses, in one counting
+        pass and one gathering pass for both; rows or columns whose threshold left its
+        bracket are selected again on their own (:func:`kth_largest`, no guess)."""
+        xp = self.xp
+        m, n = M.shape
+        if k_row >= n or k_col >= m:
+            return None, None
+        rlo, rhi = _bracket(xp, M, k_row, 1, row_guess, PIVOT_MARGIN)
+        clo, chi = _bracket(xp, M, k_col, 0, col_guess, PIVOT_MARGIN)
+        rlo, clo = xp.maximum(rlo, 0), xp.maximum(clo, 0)
+        r_above, r_in, c_above, c_in = self.bracket_counts(M, rlo, rhi, clo, chi)
+        sides = []
+        for lo, hi, above, count, k in ((rlo, rhi, r_above, r_in, k_row),
+                                        (clo, chi, c_above, c_in, k_col)):  # fmt: skip
+            missed = bracket_missed(xp, above, count, lo, k)
+            off = xp.asarray(np.inf, dtype=lo.dtype)  # an empty bracket: no candidate
+            lo, hi = xp.where(missed, off, lo), xp.where(missed, off, hi)
+            above, count = xp.where(missed, 0, above), xp.where(missed, 0, count)
+            sides.append((lo, hi, above, count, k, missed))
+        flags = self.bracket_flags(M, *sides[0][:2], *sides[1][:2])
+        idx = xp.nonzero(flags)
+        del flags
+        vals = xp.abs(M[idx])
+        out = []
+        for axis, (lo, hi, above, count, k, missed) in zip((1, 0), sides, strict=True):
+            seg, pos = (idx[0], idx[1]) if axis == 1 else (idx[1], idx[0])
+            sel = (vals > lo[seg]) & (vals <= hi[seg])
+            length = M.shape[axis]
+            thr, cut = select_in_brackets(xp, seg[sel], pos[sel], vals[sel], above, count, k,
+                                          length)  # fmt: skip
+            redo = xp.flatnonzero(missed)
+            if len(redo):
+                again = xp.abs(M[redo] if axis == 1 else M[:, redo])
+                thr[redo], cut[redo] = kth_largest(again, k, axis)
+            out.append((thr, cut))
+        return out[0], out[1]
+
+    def bracket_counts(self, M, rlo, rhi, clo, chi):
+        """Per row and per column of ``M``: entries whose magnitude is above the bracket
+        ``(lo, hi]`` and inside it (int64 ``r_above, r_in, c_above, c_in``)."""
+        xp = self.xp
+        absM = xp.abs(M)
+        above = absM > rhi[:, None]
+        inside = (absM > rlo[:, None]) & ~above
+        r_above, r_in = xp.count_nonzero(above, axis=1), xp.count_nonzero(inside, axis=1)
+        above = absM > chi[None, :]
+        inside = (absM > clo[None, :]) & ~above
+        return r_above, r_in, xp.count_nonzero(above, axis=0), xp.count_nonzero(inside, axis=0)
+
+    def bracket_flags(self, M, rlo, rhi, clo, chi):
+        """Entries of ``M`` inside their row's or their column's bracket (bool)."""
+        absM = self.xp.abs(M)
+        by_row = (absM > rlo[:, None]) & (absM <= rhi[:, None])
+        return by_row | ((absM > clo[None, :]) & (absM <= chi[None, :]))
 
     def _step(self, W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block):
         """``T_alpha`` on ``W``, then the numpy backend's gradient step on ``xp``."""
@@ -212,7 +299,17 @@ class ArrayBackend:
         return _np_fused_rows(W, Sp, Wl, A, mask, None, L, Lp, a, b, h, VwT, xp=xp)
 
     def thresholds(self, W, k_row, k_col, rows=None, col_guess=None):
-        """See :meth:`Backend.thresholds`."""
+        """See :meth:`Backend.thresholds` (the columns selected ahead by :meth:`fused_step`
+        when they are of this ``W`` and guess)."""
+        ahead, self._next, self._k_col = self._next, None, k_col
+        if (
+            ahead is not None
+            and rows is not None
+            and ahead[0] is W
+            and ahead[1] == k_col
+            and ahead[2] is col_guess
+        ):
+            return (*rows, *ahead[3])
         absW = self.xp.abs(W)
         rows = kth_largest(absW, k_row, 1) if rows is None else rows
         return (*rows, *kth_largest(absW, k_col, 0, col_guess))

@@ -121,19 +121,68 @@ extern "C" __global__ void fused_step(
 }
 """
 
+#: The counting pass of ``T_alpha``'s bracketed selection
+#: (:meth:`~bpvideo.solvers.backends.array.ArrayBackend.bracket_counts`: its array-module
+#: version is the reference): per row and per column, the entries above the bracket and
+#: inside it, in one read of the matrix. Row counts are summed per warp, column counts per
+#: thread over the rows it visits, then added to the totals.
+_COUNTS_SOURCE = r"""
+__device__ __forceinline__ int warp_isum(int v) {
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(0xffffffff, v, d);
+    return v;
+}
+
+extern "C" __global__ void bracket_counts(
+    const float* M, const long long m, const long long n,
+    const float* rlo, const float* rhi, const float* clo, const float* chi,
+    int* r_above, int* r_in, int* c_above, int* c_in)
+{
+    const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool live = j < n;
+    const float cl = live ? clo[j] : 0.0f, ch = live ? chi[j] : 0.0f;
+    int ca = 0, ci = 0;
+    for (long long i = blockIdx.y; i < m; i += gridDim.y) {
+        int ra = 0, ri = 0;
+        if (live) {
+            const float x = fabsf(M[i * n + j]);
+            ra = x > rhi[i];
+            ri = x > rlo[i] && x <= rhi[i];
+            ca += x > ch;
+            ci += x > cl && x <= ch;
+        }
+        ra = warp_isum(ra);
+        ri = warp_isum(ri);
+        if ((threadIdx.x & 31) == 0 && (ra | ri)) {
+            atomicAdd(r_above + i, ra);
+            atomicAdd(r_in + i, ri);
+        }
+    }
+    if (live && (ca | ci)) {
+        atomicAdd(c_above + j, ca);
+        atomicAdd(c_in + j, ci);
+    }
+}
+"""
+
+#: The gathering pass: entries inside their row's or their column's bracket.
+_FLAGS_OPERATION = (
+    "const float a = fabsf(x); flag = (a > rlo && a <= rhi) || (a > clo && a <= chi);"
+)
+
 #: Threads per block (along a row) and the most blocks along the rows of the fused step.
 BLOCK = 256
 ROW_BLOCKS = 8192
 
 #: ``BPVIDEO_CUDA_KERNELS=0``: run the array-module kernels only (the reference), without
-#: the compiled fused step.
+#: the compiled passes.
 USE_KERNELS = os.environ.get("BPVIDEO_CUDA_KERNELS", "1") != "0"
 
 
 class CudaBackend(ArrayBackend):
     """:class:`~bpvideo.solvers.backends.array.ArrayBackend` on CuPy, in float32, with the
-    gradient step compiled into one pass (:data:`_FUSED_SOURCE`; without it, or with
-    ``BPVIDEO_CUDA_KERNELS=0``, the array-module step)."""
+    gradient step and the counting and gathering passes of the selection compiled
+    (:data:`_FUSED_SOURCE`, :data:`_COUNTS_SOURCE`, :data:`_FLAGS_OPERATION`; with
+    ``BPVIDEO_CUDA_KERNELS=0``, or for other dtypes, the array-module versions)."""
 
     name = "cuda"
     dtype = np.float32
@@ -142,7 +191,38 @@ class CudaBackend(ArrayBackend):
         import cupy
 
         super().__init__(cupy)
-        self._fused = cupy.RawKernel(_FUSED_SOURCE, "fused_step") if USE_KERNELS else None
+        self._fused = self._counts = self._flags = None
+        if USE_KERNELS:
+            self._fused = cupy.RawKernel(_FUSED_SOURCE, "fused_step")
+            self._counts = cupy.RawKernel(_COUNTS_SOURCE, "bracket_counts")
+            self._flags = cupy.ElementwiseKernel(
+                "float32 x, float32 rlo, float32 rhi, float32 clo, float32 chi",
+                "bool flag",
+                _FLAGS_OPERATION,
+                "bpvideo_bracket_flags",
+            )
+
+    def bracket_counts(self, M, rlo, rhi, clo, chi):
+        """See :meth:`ArrayBackend.bracket_counts` (one compiled pass)."""
+        if self._counts is None or M.dtype != np.float32 or not M.flags.c_contiguous:
+            return super().bracket_counts(M, rlo, rhi, clo, chi)
+        xp = self.xp
+        m, n = M.shape
+        counts = [xp.zeros(size, dtype=np.int32) for size in (m, m, n, n)]
+        bounds = (xp.ascontiguousarray(v, dtype=np.float32) for v in (rlo, rhi, clo, chi))
+        grid = ((n + BLOCK - 1) // BLOCK, min(m, ROW_BLOCKS))
+        self._counts(grid, (BLOCK,), (M, np.int64(m), np.int64(n), *bounds, *counts))
+        return tuple(c.astype(np.int64) for c in counts)
+
+    def bracket_flags(self, M, rlo, rhi, clo, chi):
+        """See :meth:`ArrayBackend.bracket_flags` (one compiled pass)."""
+        if self._flags is None or M.dtype != np.float32:
+            return super().bracket_flags(M, rlo, rhi, clo, chi)
+        f32 = np.float32
+        return self._flags(
+            M, rlo.astype(f32)[:, None], rhi.astype(f32)[:, None],
+            clo.astype(f32)[None, :], chi.astype(f32)[None, :],
+        )  # fmt: skip
 
     def _step(self, W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, block):
         """``T_alpha`` and the gradient step in one compiled pass (float32, C-contiguous
