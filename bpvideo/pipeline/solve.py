@@ -213,11 +213,9 @@ def solve_window(
         )
         result = solve(solved, settings, callback=callback, L0=L0, S0=S0)
         del L0, S0, solved
-    own = slice(carry, result.L.shape[1])
+    own = slice(carry, None)
     if scale >= 1.0:
-        U, V = result.factors if result.factors is not None else (None, None)
-        L = Background(result.L[:, own], U, None if V is None else V[own])
-        return Solved(result, L, result.S[:, own])
+        return Solved(result, _full_background(result, own, settings), result.S[:, own])
     detail = median_detail(video.data, full_shape, size)
     L = upsample_factors(
         result, own, small_shape, full_shape, detail, previous_detail, ramp_from=new_from
@@ -226,6 +224,15 @@ def solve_window(
     if settings.mask_rule == "support":
         S = result.S[:, own][nearest_rows(small_shape, solved_video_size(full_shape))]
     return Solved(result, L, S, detail)
+
+
+def _full_background(result: SolverResult, own: slice, settings: SeparateSettings) -> Background:
+    """The background of a full-resolution solve: ``L``'s columns ``own`` and its factors;
+    from the factors alone after a GPU solve (``L`` then stays on the GPU)."""
+    U, V = result.factors if result.factors is not None else (None, None)
+    if U is not None and solve_device(settings) == "cuda":
+        return Background(None, U, V[own])
+    return Background(result.L[:, own], U, None if V is None else V[own])
 
 
 def _at_solve_scale(
@@ -289,8 +296,7 @@ def _solve_observed(
     del masked
     full_shape = tuple(video.frame_shape)
     if scale >= 1.0:
-        U, V = result.factors if result.factors is not None else (None, None)
-        L = Background(result.L[:, :n], U, None if V is None else V[:n])
+        L = _full_background(result, slice(0, n), settings)
         return Solved(result, L, None, None, observed, None, handed_on, alpha)
     rows = nearest_rows(small_shape, solved_video_size(full_shape))
     fallback = resize_columns(

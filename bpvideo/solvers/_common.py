@@ -19,6 +19,7 @@ from bpvideo.errors import ConvergenceWarning, InputError
 
 __all__ = [
     "Callback",
+    "DeviceResult",
     "History",
     "Iterate",
     "SolverResult",
@@ -91,6 +92,30 @@ def array_module(x: Any) -> Any:
 def to_host(x: Any) -> np.ndarray:
     """``x`` as a numpy array: as it is, or copied from the GPU (a CuPy array)."""
     return x if isinstance(x, np.ndarray) else x.get()
+
+
+class DeviceResult(SolverResult):
+    """A :class:`SolverResult` of a GPU solve: ``L`` and ``S`` stay on the GPU until read
+    (then copied to the host, once). A caller that needs only ``factors`` (the pipeline at
+    full resolution, with the default mask rule) never moves the m x n matrices."""
+
+    @property
+    def L(self) -> np.ndarray:  # type: ignore[override]
+        self._L = to_host(self._L)
+        return self._L
+
+    @L.setter
+    def L(self, value: Any) -> None:
+        self._L = value
+
+    @property
+    def S(self) -> np.ndarray:  # type: ignore[override]
+        self._S = to_host(self._S)
+        return self._S
+
+    @S.setter
+    def S(self, value: Any) -> None:
+        self._S = value
 
 
 class Iterate:
@@ -335,8 +360,8 @@ class History:
         warn: bool = True,
         stacklevel: int = 4,
     ) -> SolverResult:
-        """The :class:`SolverResult`; warns :class:`ConvergenceWarning` when not converged
-        (and ``warn``).
+        """The :class:`SolverResult` (a :class:`DeviceResult` for arrays on the GPU); warns
+        :class:`ConvergenceWarning` when not converged (and ``warn``).
 
         ``stopped_by``: what the warning quotes against ``tol`` (default: the last relative
         residual); ``stacklevel`` points it at the public solver's caller.
@@ -344,7 +369,8 @@ class History:
         if warn and not converged:
             what, value = stopped_by or ("relative residual", self.residuals[-1])
             warn_max_iter(self.method, max_iter, what, value, tol, stacklevel=stacklevel)
-        return SolverResult(
+        on_device = not (isinstance(L, np.ndarray) and isinstance(S, np.ndarray))
+        return (DeviceResult if on_device else SolverResult)(
             L=L,
             S=S,
             iterations=iterations,

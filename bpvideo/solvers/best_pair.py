@@ -265,7 +265,7 @@ def best_pair(
             int(sweeps),
             kernels,
         )
-    if result.L.dtype != dtype:  # a backend that computes in float32
+    if A.dtype != dtype:  # a backend that computes in float32
         result.L, result.S = result.L.astype(dtype), result.S.astype(dtype)
         result.factors = tuple(f.astype(dtype) for f in result.factors)
     return result
@@ -398,8 +398,8 @@ def _best_pair(
     del W, Y, Y_spare
     U, V = (xp.asarray(f) for f in L_k)
     L = xp.matmul(U, V.T, out=Wl)
-    return history.result(
-        to_host(L), to_host(Sp), k, converged, max_iter=max_iter, tol=tol,
+    return history.result(  # L and S stay on a GPU until read (a DeviceResult)
+        L, Sp, k, converged, max_iter=max_iter, tol=tol,
         factors=(to_host(U), to_host(V)), stacklevel=5,
         stopped_by=("relative change", history.changes[-1]),
     )  # fmt: skip

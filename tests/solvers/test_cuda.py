@@ -92,6 +92,28 @@ def test_solver_on_the_array_backend_equals_the_numpy_one() -> None:
     assert np.linalg.norm(xp.L - p.L) / np.linalg.norm(p.L) < 1e-5
 
 
+def test_a_gpu_result_moves_L_and_S_to_the_host_once_and_only_when_read() -> None:
+    from bpvideo.solvers._common import DeviceResult, History
+
+    class OnDevice:  # stands for a CuPy array
+        copies = 0
+
+        def __init__(self, a: np.ndarray) -> None:
+            self.a = a
+
+        def get(self) -> np.ndarray:
+            OnDevice.copies += 1
+            return self.a
+
+    L, S = np.ones((3, 2)), np.zeros((3, 2))
+    result = History("bestpair", None).result(
+        OnDevice(L), OnDevice(S), 1, True, max_iter=1, tol=0.0, factors=(L[:, :1], L[:2, :1])
+    )
+    assert isinstance(result, DeviceResult) and OnDevice.copies == 0
+    assert result.factors[1].shape == (2, 1) and OnDevice.copies == 0
+    assert result.L is result.L and np.array_equal(result.S, S) and OnDevice.copies == 2
+
+
 # --- the device option --------------------------------------------------------------------
 
 
