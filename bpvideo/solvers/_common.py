@@ -94,28 +94,30 @@ def to_host(x: Any) -> np.ndarray:
     return x if isinstance(x, np.ndarray) else x.get()
 
 
+class _HostOnRead:
+    """An attribute kept as it is given and copied to the host, once, when first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = to_host(getattr(obj, self.slot))
+        setattr(obj, self.slot, value)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.slot, value)
+
+
 class DeviceResult(SolverResult):
     """A :class:`SolverResult` of a GPU solve: ``L`` and ``S`` stay on the GPU until read
     (then copied to the host, once). A caller that needs only ``factors`` (the pipeline at
     full resolution, with the default mask rule) never moves the m x n matrices."""
 
-    @property
-    def L(self) -> np.ndarray:  # type: ignore[override]
-        self._L = to_host(self._L)
-        return self._L
-
-    @L.setter
-    def L(self, value: Any) -> None:
-        self._L = value
-
-    @property
-    def S(self) -> np.ndarray:  # type: ignore[override]
-        self._S = to_host(self._S)
-        return self._S
-
-    @S.setter
-    def S(self, value: Any) -> None:
-        self._S = value
+    L = _HostOnRead()
+    S = _HostOnRead()
 
 
 class Iterate:

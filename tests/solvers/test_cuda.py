@@ -118,27 +118,25 @@ def test_a_gpu_result_moves_L_and_S_to_the_host_once_and_only_when_read() -> Non
 
 
 @pytest.fixture
-def no_cupy(monkeypatch):
-    """CuPy cannot be imported."""
-    monkeypatch.setitem(sys.modules, "cupy", None)
-    cuda_module.cuda_problem.cache_clear()
-    yield
+def cupy_as(monkeypatch):
+    """Put a stand-in for CuPy in its place (None: it cannot be imported), for the probe."""
+
+    def install(module: object) -> None:
+        monkeypatch.setitem(sys.modules, "cupy", module)
+        cuda_module.cuda_problem.cache_clear()
+
+    yield install
     cuda_module.cuda_problem.cache_clear()
 
 
-@pytest.fixture
-def no_gpu(monkeypatch):
-    """CuPy imports, but the CUDA runtime finds no driver."""
+def no_driver() -> types.SimpleNamespace:
+    """A CuPy whose CUDA runtime finds no driver."""
 
     def fail() -> int:
         raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
 
-    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
-        getDeviceCount=fail)))  # fmt: skip
-    monkeypatch.setitem(sys.modules, "cupy", fake)
-    cuda_module.cuda_problem.cache_clear()
-    yield
-    cuda_module.cuda_problem.cache_clear()
+    runtime = types.SimpleNamespace(getDeviceCount=fail)
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
 
 
 @pytest.fixture
@@ -149,7 +147,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setitem(backends_module._INSTANCES, "cuda", ArrayBackend())
 
 
-def test_cuda_without_cupy_says_what_to_install(no_cupy) -> None:
+def test_cuda_without_cupy_says_what_to_install(cupy_as) -> None:
+    cupy_as(None)
     assert resolve_device("auto") == "cpu"
     with pytest.raises(InputError, match=r'needs CuPy.*pip install "bpvideo\[cuda\]"') as info:
         resolve_device("cuda")
@@ -159,7 +158,8 @@ def test_cuda_without_cupy_says_what_to_install(no_cupy) -> None:
     assert "cuda" not in backends_module.available_backends()
 
 
-def test_cuda_without_a_gpu_names_the_driver(no_gpu) -> None:
+def test_cuda_without_a_gpu_names_the_driver(cupy_as) -> None:
+    cupy_as(no_driver())
     assert resolve_device("auto") == "cpu"
     with pytest.raises(InputError, match=r"no usable GPU .*InsufficientDriver.*driver"):
         resolve_device("cuda")
@@ -167,7 +167,8 @@ def test_cuda_without_a_gpu_names_the_driver(no_gpu) -> None:
         resolve_device("tpu")
 
 
-def test_cli_device_cuda_fails_before_any_work(no_cupy, run_cli, tiny_clip, tmp_path) -> None:
+def test_cli_device_cuda_fails_before_any_work(cupy_as, run_cli, tiny_clip, tmp_path) -> None:
+    cupy_as(None)
     out = tmp_path / "out"
     res = run_cli("separate", tiny_clip, "-o", out, "--device", "cuda")
     assert res.code == 2
