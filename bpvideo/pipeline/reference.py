@@ -49,6 +49,8 @@ __all__ = [
     "auto_sparsity",
     "changed_objects",
     "consistent_entries",
+    "fit_light",
+    "light_base",
     "motion_score",
     "observe_background",
     "reference_image",
@@ -147,11 +149,6 @@ def consistent_entries(
 ) -> tuple[np.ndarray, float]:
     """Entries that the reference explains, after a robust gain and offset per frame.
 
-    Each column ``a_j`` is fitted as ``g_j * reference + c_j`` by least squares over the
-    entries within 2.5 noise levels of the current fit (three passes from ``g = 1``, ``c``
-    the median difference over the frame's still entries: a fit started from all of them
-    would follow an object that covers most of the frame).
-
     Parameters
     ----------
     data : (m, n) ndarray
@@ -159,9 +156,8 @@ def consistent_entries(
     reference : (m,) ndarray
         :func:`reference_image`, or a given empty scene.
     still : (m, n) bool ndarray, optional
-        :func:`still_entries`: counted as consistent, and the noise level is measured on
-        them (1.4826 x the MAD of the residual, at least 0.5 grey levels) when ``noise``
-        is not given.
+        :func:`still_entries`: counted as consistent, and the fit starts from them
+        (:func:`fit_light`).
     noise : float, optional
         The noise level, when known (a reference carried from a previous window).
     k : float
@@ -175,40 +171,109 @@ def consistent_entries(
     """
     A = np.asarray(data, dtype=np.float32)
     b = np.asarray(reference, dtype=np.float32)[:, None]
-    gain = np.ones(A.shape[1], dtype=np.float32)
-    offset = _start_offset(A - b, still)
-    resid = A - (b * gain + offset)
-    if noise is None:
-        picked = resid[still] if still is not None and still.any() else resid.ravel()
-        noise = 1.4826 * float(np.median(np.abs(picked - np.median(picked))))
-    noise = max(0.5, noise)
-    for _ in range(_FIT_PASSES):
-        w = (np.abs(resid) < 2.5 * noise).astype(np.float32)
-        sw, sb, sbb = w.sum(0), w.T @ b[:, 0], w.T @ (b[:, 0] ** 2)
-        sa, sab = (w * A).sum(0), (w * A).T @ b[:, 0]
-        det = sw * sbb - sb * sb
-        ok = (sw > 10) & (det > 1e-9 * np.maximum(sw * sbb, 1e-30))
-        safe = np.where(ok, det, 1.0)
-        gain = np.where(ok, (sw * sab - sb * sa) / safe, gain).astype(np.float32)
-        offset = np.where(ok, (sa - gain * sb) / np.maximum(sw, 1), offset).astype(np.float32)
-        np.subtract(A, b * gain + offset, out=resid)
-    observed = np.abs(resid) < k * noise
+    gain, offset, noise = fit_light(A, b[:, 0], still=still, noise=noise)
+    observed = np.abs(A - (b * gain + offset)) < k * noise
     if still is not None:
         observed |= still
     return observed, noise
 
 
-def _start_offset(diff: np.ndarray, still: np.ndarray | None) -> np.ndarray:
-    """Each frame's offset from the reference to start the fit from: the median difference
-    over its still entries (background, however much of the frame is covered), or over
-    all of them where it has none."""
-    offset = np.median(diff, axis=0)
-    if still is not None:
-        has = still.any(axis=0)
-        if has.any():
-            picked = np.where(still, diff, np.nan)[:, has]
-            offset[has] = np.nanmedian(picked, axis=0)
-    return offset.astype(np.float32)
+def fit_light(
+    data: np.ndarray,
+    reference: np.ndarray,
+    *,
+    still: np.ndarray | None = None,
+    noise: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each frame as ``gain * reference + offset``: the global light, fitted robustly.
+
+    The first pass is a least-squares fit over the frame's still entries (background,
+    however much of the frame is covered; a fit started from all entries would follow an
+    object that covers most of the frame), the next ones over the entries within 2.5
+    noise levels of the current fit. A frame with fewer than :data:`_MIN_FIT` still
+    entries starts from ``gain = 1`` and its median difference.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns.
+    reference : (m,) ndarray
+    still : (m, n) bool ndarray, optional
+        :func:`still_entries`; the noise level is measured on them (1.4826 x the MAD of
+        the residual, at least 0.5 grey levels) when ``noise`` is not given.
+    noise : float, optional
+
+    Returns
+    -------
+    gain, offset : (n,) float32 ndarray
+    noise : float
+    """
+    A = np.asarray(data, dtype=np.float32)
+    b = np.asarray(reference, dtype=np.float32)
+    n = A.shape[1]
+    gain = np.ones(n, dtype=np.float32)
+    offset = np.median(A - b[:, None], axis=0).astype(np.float32)
+    weights = None
+    if still is not None and still.any():
+        weights = still.astype(np.float32)
+        gain, offset = _weighted_line(A, b, weights, gain, offset)
+    resid = A - (b[:, None] * gain + offset)
+    if noise is None:
+        picked = resid[still] if still is not None and still.any() else resid.ravel()
+        noise = 1.4826 * float(np.median(np.abs(picked - np.median(picked))))
+    noise = max(0.5, noise)
+    for _ in range(_FIT_PASSES):
+        weights = (np.abs(resid) < 2.5 * noise).astype(np.float32)
+        gain, offset = _weighted_line(A, b, weights, gain, offset)
+        np.subtract(A, b[:, None] * gain + offset, out=resid)
+    return gain, offset, noise
+
+
+#: Frames (evenly spread) whose per-pixel median is the light's reference.
+LIGHT_BASE_FRAMES = 64
+
+
+def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-pixel median over :data:`LIGHT_BASE_FRAMES` frames spread over the window.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns.
+    mask : (m, n) bool ndarray, optional
+        Observed entries (the median is over those; a pixel never observed gives 0).
+
+    Returns
+    -------
+    (m,) float32 ndarray
+    """
+    n = data.shape[1]
+    cols = np.unique(np.linspace(0, n - 1, min(n, LIGHT_BASE_FRAMES)).round().astype(int))
+    picked = np.asarray(data[:, cols], dtype=np.float32)
+    if mask is None:
+        return np.median(picked, axis=1).astype(np.float32)
+    with np.errstate(all="ignore"):
+        base = np.nanmedian(np.where(mask[:, cols], picked, np.nan), axis=1)
+    return np.nan_to_num(base).astype(np.float32)
+
+
+#: Fewest entries a frame's light is fitted on.
+_MIN_FIT = 10
+
+
+def _weighted_line(
+    A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray, offset: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per column, the weighted least-squares ``a = g b + c``; columns with too few
+    weights or no spread of ``b`` keep their ``gain`` and ``offset``."""
+    sw, sb, sbb = w.sum(0), w.T @ b, w.T @ (b * b)
+    sa, sab = (w * A).sum(0), (w * A).T @ b
+    det = sw * sbb - sb * sb
+    ok = (sw >= _MIN_FIT) & (det > 1e-9 * np.maximum(sw * sbb, 1e-30))
+    safe = np.where(ok, det, 1.0)
+    gain = np.where(ok, (sw * sab - sb * sa) / safe, gain).astype(np.float32)
+    offset = np.where(ok, (sa - gain * sb) / np.maximum(sw, 1), offset).astype(np.float32)
+    return gain, offset
 
 
 @dataclass
@@ -259,7 +324,7 @@ def observe_background(
     Parameters
     ----------
     data : (m, n) ndarray
-        The window's frames as columns (grey, or channels stacked; solve scale).
+        The window's frames as columns (grey, or each pixel's channels side by side; solve scale).
     frame_shape : (h, w)
         Frame size at the solve scale (a column holds ``m / (h w)`` channels).
     previous : Reference, optional
@@ -282,19 +347,23 @@ def observe_background(
     h, w = frame_shape
     channels = data.shape[0] // (h * w)
     box = max(3, round(MOTION_BOX * min(h, w)))
-    score = motion_score(data[: h * w], frame_shape, box=box, reach=MOTION_REACH)
+    # Rows hold a pixel's channels side by side (B, G, R of pixel 0, then of pixel 1...).
+    score = motion_score(data[::channels], frame_shape, box=box, reach=MOTION_REACH)
     for c in range(1, channels):
-        score += motion_score(data[c * h * w : (c + 1) * h * w], frame_shape, box=box,
-                              reach=MOTION_REACH)  # fmt: skip
+        score += motion_score(data[c::channels], frame_shape, box=box, reach=MOTION_REACH)
     if channels > 1:
-        score = np.tile(score, (channels, 1))
+        score = np.repeat(score, channels, axis=0)
     if mask is not None:
         score[~mask] = np.inf
     still = still_entries(score)
     if mask is not None:
         still &= mask
-    own = reference_image(data, still)
-    noise = consistent_entries(data, own, still=still)[1]
+    # Still frames differ from pixel to pixel: under changing light, their median would
+    # mix gains. It is taken on frames brought to one light, fitted to the median frame
+    # (every pixel sees the same sequence of lights, so that median is one light).
+    gain, offset, _ = fit_light(data, light_base(data, mask), still=still)
+    own = reference_image((np.asarray(data, np.float32) - offset) / np.maximum(gain, 1e-3), still)
+    noise = fit_light(data, own, still=still)[2]
     kept = np.zeros(own.shape, dtype=bool)
     age = np.zeros(own.shape, dtype=np.int32)
     if previous is not None:
@@ -325,7 +394,7 @@ def changed_objects(
     Parameters
     ----------
     own, previous : (m,) ndarray
-        Reference images (grey, or channels stacked).
+        Reference images (grey, or each pixel's channels side by side).
     frame_shape : (h, w)
     noise : float
         Noise level, grey levels.
@@ -339,8 +408,8 @@ def changed_objects(
     box = max(3, round(LIGHT_BOX * min(h, w)))
     out = []
     for c in range(planes):
-        a = np.asarray(own[c * h * w : (c + 1) * h * w], np.float32).reshape(h, w)
-        b = np.asarray(previous[c * h * w : (c + 1) * h * w], np.float32).reshape(h, w)
+        a = np.asarray(own[c::planes], np.float32).reshape(h, w)
+        b = np.asarray(previous[c::planes], np.float32).reshape(h, w)
         differs = np.abs(a - b) > CONSISTENT_K * noise
         light = same_texture(a, b, flat=False)
         trusted = (~differs | light).astype(np.float32)
@@ -351,7 +420,7 @@ def changed_objects(
         )
         lit = (np.maximum(b, 0.0) + 1.0) * gain - 1.0
         out.append((np.abs(a - lit) > CONSISTENT_K * noise) & ~light)
-    return np.concatenate([o.ravel() for o in out])
+    return np.stack([o.ravel() for o in out], axis=1).ravel()
 
 
 #: Bounds of ``sparsity="auto"`` with a reference background.

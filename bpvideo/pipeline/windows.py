@@ -168,11 +168,18 @@ def plan_window(
             raise _too_big(
                 settings,
                 f"{name}: solving all {frame_count} frames of {size} at once needs about "
-                f"{_gib(need)} but {_gib(avail)} is available: use {{window={max(fits, 1)}}} "
+                f"{_gib(need)} but {_gib(budget)} may be used ({MEMORY_FRACTION:.0%} of "
+                f"{_gib(avail)} available): use {{window={max(fits, 1)}}} "
                 "or less (or {window='auto'}), or a smaller {scale}",
             )
         return None, 0
     if settings.window == "auto":
+        if fits < minimum:
+            raise _too_big(
+                settings,
+                f"{name}: even a window of {minimum} frames of {size} needs about "
+                f"{_gib(minimum * per_frame)} but {_gib(budget)} may be used: lower {{scale}}",
+            )
         # From the input and the options only: whole up to AUTO_WHOLE_MAX frames (decided
         # by reading ahead: a container's frame count is an estimate, absent on stdin).
         longest = AUTO_WHOLE_MAX if frame_count is None else min(frame_count, AUTO_WHOLE_MAX)
@@ -180,7 +187,8 @@ def plan_window(
             raise _too_big(
                 settings,
                 f"{name}: a window of {longest} frames of {size} needs about "
-                f"{_gib(longest * per_frame)} but {_gib(avail)} is available: pass "
+                f"{_gib(longest * per_frame)} but {_gib(budget)} may be used ("
+                f"{MEMORY_FRACTION:.0%} of {_gib(avail)} available): pass "
                 f"{{window={max(min(fits, AUTO_WINDOW), 1)}}} or less, or a smaller {{scale}}",
             )
         return max(minimum, AUTO_WINDOW), AUTO_WHOLE_MAX
@@ -195,7 +203,8 @@ def plan_window(
         raise _too_big(
             settings,
             f"{name}: a window of {window} frames of {size} needs about "
-            f"{_gib((window + carry(window)) * per_frame)} but {_gib(avail)} is available: use "
+            f"{_gib((window + carry(window)) * per_frame)} but {_gib(budget)} may be used "
+            f"({MEMORY_FRACTION:.0%} of {_gib(avail)} available): use "
             f"{{window={max(fits * 3 // 4, 1)}}} or less, or a smaller {{scale}}",
         )
     return window, 0

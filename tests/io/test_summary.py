@@ -28,7 +28,7 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
     assert list(summary["windows"]) == ["window", "overlap", "count", "list"]
     assert list(summary["windows"]["list"][0]) == [
         "first_frame", "frames", "new_frames", "iterations", "converged", "residual",
-        "change", "threshold", "noise",
+        "change", "threshold", "noise", "sparsity", "observed",
     ]  # fmt: skip
     assert list(summary["outputs"]) == [
         "background_video", "foreground_video", "masks", "background_image", "summary",

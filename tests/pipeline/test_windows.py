@@ -13,7 +13,7 @@ import pytest
 from bpvideo.errors import InputError
 from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
-from bpvideo.pipeline.windows import chunk_windows, plan_window
+from bpvideo.pipeline.windows import AUTO_WHOLE_MAX, AUTO_WINDOW, chunk_windows, plan_window
 from bpvideo.settings import SeparateSettings
 from bpvideo.synthetic import make_scene
 from tests.conftest import read_masks
@@ -94,8 +94,12 @@ def test_memory_estimate_refuses_what_cannot_fit(run_cli, tiny_clip, tmp_path, m
         plan_window(settings, 640, 480, 3000, name="cam.mp4", available=2 * 2**30)
     assert plan_window(settings, 64, 48, 100, name="x", available=2**30) == (None, 0)
     auto = SeparateSettings().validate()
-    window, whole_max = plan_window(auto, 640, 480, 100_000, name="x", available=4 * 2**30)
-    assert 20 < window <= 200 and whole_max > 0
+    # Windows follow the input and the options, never the memory free at the moment:
+    # the same plan with 8 or 64 GiB, and a refusal that names the fix when short.
+    plans = {plan_window(auto, 640, 480, 100_000, name="x", available=g * 2**30) for g in (8, 64)}
+    assert plans == {(AUTO_WINDOW, AUTO_WHOLE_MAX)}
+    with pytest.raises(InputError, match=r"60% of 2.00 GiB available\): pass window=\d+"):
+        plan_window(auto, 640, 480, 100_000, name="x", available=2 * 2**30)
     with pytest.raises(InputError, match="lower scale"):
         plan_window(auto, 4000, 3000, None, name="x", available=2**30)
     # The CLI says so in one line, before writing anything.
