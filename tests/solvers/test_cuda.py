@@ -123,10 +123,11 @@ def cupy_as(monkeypatch):
 
     def install(module: object) -> None:
         monkeypatch.setitem(sys.modules, "cupy", module)
-        cuda_module.cuda_problem.cache_clear()
+        monkeypatch.delenv("BPVIDEO_CUDA", raising=False)
+        cuda_module._probe.cache_clear()
 
     yield install
-    cuda_module.cuda_problem.cache_clear()
+    cuda_module._probe.cache_clear()
 
 
 def no_driver() -> types.SimpleNamespace:
@@ -198,6 +199,13 @@ def test_auto_runs_on_the_gpu_when_there_is_one(fake_gpu, run_cli, tiny_clip, tm
     assert res.code == 0 and "solving on the GPU: numpy standing in" in res.err
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["solver"]["device"] == "cuda" and summary["settings"]["device"] == "cuda"
+
+
+def test_the_gpu_can_be_turned_off(monkeypatch) -> None:
+    monkeypatch.setenv("BPVIDEO_CUDA", "0")
+    assert resolve_device("auto") == "cpu"
+    with pytest.raises(InputError, match="turned off by BPVIDEO_CUDA=0"):
+        resolve_device("cuda")
 
 
 def test_nothing_on_the_cuda_path_imports_imageio_ffmpeg() -> None:

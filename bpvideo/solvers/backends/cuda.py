@@ -29,12 +29,21 @@ INSTALL = (
 )
 
 
-@functools.cache
 def cuda_problem() -> str | None:
     """Why the CUDA backend cannot run here (one clause naming the fix), None when it can.
 
-    Probed once per process: CuPy imported and asked for its GPUs.
+    Probed once per process: CuPy imported and asked for its GPUs; ``BPVIDEO_CUDA=0`` turns
+    the GPU off (``device="auto"`` then means the CPU; the test suite sets it for tests
+    not marked ``gpu``, so that they give the same results on every machine).
     """
+    if os.environ.get("BPVIDEO_CUDA", "1") == "0":
+        return "is turned off by BPVIDEO_CUDA=0: unset it, or use {device='cpu'}"
+    return _probe()
+
+
+@functools.cache
+def _probe() -> str | None:
+    """:func:`cuda_problem` of the machine (once per process)."""
     try:
         import cupy
     except ImportError:
