@@ -290,11 +290,16 @@ class Reference:
     noise : float or None
         Noise level of the frames about ``image`` (None for a given empty scene, until a
         window has measured it).
+    columns : (m, k) float32 ndarray or None
+        The solved background of the window's last frames at the solve scale: the next
+        window solves them with its own frames, observed everywhere, so that the two
+        backgrounds meet without a jump.
     """
 
     image: np.ndarray
     age: np.ndarray
     noise: float | None = None
+    columns: np.ndarray | None = None
 
     @classmethod
     def given(cls, image: np.ndarray) -> Reference:
