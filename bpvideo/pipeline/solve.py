@@ -303,7 +303,9 @@ def _solve_observed(
     )
     result = solve(masked, settings, callback=callback, sparsity=alpha)
     del masked
-    handed_on.columns = np.ascontiguousarray(result.L[:, max(0, n - JOIN_FRAMES) : n])
+    join = slice(max(0, n - JOIN_FRAMES), n)
+    joined = _full_background(result, join, settings)  # from the factors after a GPU solve
+    handed_on.columns = np.ascontiguousarray(joined.columns(0, join.stop - join.start))
     full_shape = tuple(video.frame_shape)
     if scale >= 1.0:
         L = _full_background(result, slice(0, n), settings)

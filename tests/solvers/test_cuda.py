@@ -195,6 +195,9 @@ def test_auto_runs_on_the_gpu_when_there_is_one(fake_gpu, run_cli, tiny_clip, tm
     cpu = bpvideo.separate(frames, device="cpu")
     assert gpu.report["solver"]["device"] == "cuda" and cpu.report["solver"]["device"] == "cpu"
     assert np.count_nonzero(gpu.masks != cpu.masks) <= 10
+    gpu, cpu = (bpvideo.separate(frames, window=25, overlap=5, device=d) for d in ("cuda", "cpu"))
+    assert gpu.report["windows"]["count"] == 3  # backgrounds from the factors, joined
+    assert np.count_nonzero(gpu.masks != cpu.masks) <= 10
     res = run_cli("separate", tiny_clip, "-o", tmp_path / "o", "--device", "cuda")
     assert res.code == 0 and "solving on the GPU: numpy standing in" in res.err
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
