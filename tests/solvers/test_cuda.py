@@ -212,10 +212,12 @@ def test_the_gpu_can_be_turned_off(monkeypatch) -> None:
 
 
 def test_nothing_on_the_cuda_path_imports_imageio_ffmpeg() -> None:
-    """A GPU machine may have no ffmpeg: the solver modules do not need it."""
+    """A GPU machine may have no ffmpeg: the solver and the library on arrays do not need
+    it."""
     code = (
-        "import sys; import bpvideo.solvers.backends.cuda, bpvideo.solvers.best_pair; "
-        "sys.exit('imageio_ffmpeg' in sys.modules)"
+        "import sys, numpy as np, bpvideo, bpvideo.solvers.backends.cuda; "
+        "frames = np.random.default_rng(0).integers(0, 255, (12, 24, 32), dtype=np.uint8); "
+        "bpvideo.separate(frames, rank=1); sys.exit('imageio_ffmpeg' in sys.modules)"
     )
     import subprocess
 
