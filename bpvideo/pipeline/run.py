@@ -44,7 +44,13 @@ from bpvideo.pipeline.solve import (
     uses_reference,
 )
 from bpvideo.pipeline.statistics import window_model
-from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, plan_window
+from bpvideo.pipeline.windows import (
+    CARRY_FRAMES,
+    check_window,
+    chunk_windows,
+    plan_window,
+    planned_memory,
+)
 from bpvideo.settings import SeparateSettings, format_span
 from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
@@ -78,6 +84,9 @@ class Plan:
         With ``window="auto"``: a stream that ends within this many frames is solved whole.
     solve_scale : float
         The factor the solve runs at (``"auto"`` resolved).
+    memory : int or None
+        Bytes the process will hold at most: what it held when the run was planned, plus
+        :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
     device : {"cpu", "cuda"}
         Where the solver runs (``"auto"`` resolved).
     """
@@ -86,6 +95,7 @@ class Plan:
     overlap: int
     whole_max: int
     solve_scale: float
+    memory: int | None = None
     device: str = "cpu"
 
 
@@ -107,8 +117,14 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
         from bpvideo.solvers.backends.cuda import device_name
 
         logger.info("solving on the GPU: %s (CuPy)", device_name())
+    import psutil
+
+    memory = planned_memory(settings, source.width, source.height, source.frame_count, window,
+                            whole_max)  # fmt: skip
+    if memory is not None:
+        memory += psutil.Process().memory_info().rss
     overlap = settings.overlap if window is not None else 0
-    return Plan(window, overlap, whole_max, scale, device)
+    return Plan(window, overlap, whole_max, scale, memory=memory, device=device)
 
 
 def iter_windows(
@@ -348,8 +364,9 @@ def _log_read(
 ) -> None:
     n = video.n_frames
     windowed = plan.window is not None and n == plan.window  # else read-ahead found it all
+    memory = "" if plan.memory is None else f"; memory {plan.memory / 2**20:.0f} MiB at most"
     logger.info(
-        "read %d frames of %dx%d from %s (%.2fs)%s",
+        "read %d frames of %dx%d from %s (%.2fs)%s%s",
         n,
         video.width,
         video.height,
@@ -358,6 +375,7 @@ def _log_read(
         f"; solving in windows of {plan.window} frames, overlap {settings.overlap}"
         if windowed
         else "",
+        memory,
     )
 
 
