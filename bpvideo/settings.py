@@ -29,6 +29,7 @@ from bpvideo._spec import (
 from bpvideo.errors import InputError
 
 __all__ = [
+    "DEVICES",
     "EXCLUSIVE",
     "MASK_RULES",
     "METHODS",
@@ -67,6 +68,8 @@ PIX_FMTS = ("gray", "bgr24")
 #: x264's presets, fastest first.
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow",
                 "slower", "veryslow", "placebo")  # fmt: skip
+#: Where the solver runs (:func:`bpvideo.solvers.backends.resolve_device`).
+DEVICES = ("auto", "cpu", "cuda")
 
 # --- bounds -----------------------------------------------------------------------------
 # What an option or an input may ask for, checked before any work: the options' own
@@ -280,6 +283,13 @@ class SeparateSettings:
         low=0,
         limit=100,
     )
+    device: str = option(
+        "auto",
+        "str",
+        "Where the solver runs: cuda = an NVIDIA GPU (bestpair and ncf; needs CuPy: pip "
+        'install "bpvideo[cuda]"), cpu, or auto = cuda when CuPy sees a GPU, else cpu.',
+        choices=DEVICES,
+    )
     solve_scale: float | str = option(
         "auto",
         "scale",
@@ -454,6 +464,12 @@ class SeparateSettings:
                 f"{{overlap=}} must be < {{window}} ({self.window}): lower {{overlap}}",
                 option=("overlap", self.overlap),
             )
+        if self.device == "cuda" and self.method not in INIT_METHODS:
+            raise InputError(
+                f"{{device='cuda'}} runs the bestpair and ncf methods, not {self.method}: use "
+                "{device='cpu'} or {method='bestpair'}",
+                option=("device", self.device),
+            )
         if self.size is not None:
             parse_size(self.size)
         self._check_selection()
@@ -602,7 +618,7 @@ OPTION_GROUPS: dict[str, tuple[str, ...]] = {
               "pix_fmt", "allow_partial"),
     "Solver": ("method", "rank", "sparsity", "max_iter", "tol", "solve_scale", "window",
                "overlap", "gamma", "a", "b", "init", "sweeps", "mask", "observe", "seed",
-               "learn", "learn_from", "background_from", "absorb"),
+               "learn", "learn_from", "background_from", "absorb", "device"),
     "Masks": ("mask_rule", "threshold", "threshold_k", "noise", "shadows", "open_radius",
               "close_radius", "min_area"),
     "Output": ("overwrite", "lossless", "crf", "preset", "no_video", "preview", "masks_to",

@@ -52,6 +52,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
     report = outcome.get_result()
     if not (report.skipped and extras_required() and call.excinfo is not None):
         return
+    if item.get_closest_marker("gpu") is not None:  # CuPy and a GPU: not an extra CI has
+        return
     reason = str(call.excinfo.value)
     if "not installed" in reason or "could not import" in reason:
         report.outcome = "failed"
@@ -66,6 +68,14 @@ class CliResult:
 
     def json(self) -> dict:
         return json.loads(self.out)
+
+
+@pytest.fixture(autouse=True)
+def _cpu_unless_marked_gpu(request: pytest.FixtureRequest, monkeypatch) -> None:
+    """``device="auto"`` means the CPU in tests not marked ``gpu`` (child processes too):
+    the same results on a machine with a GPU as without."""
+    if request.node.get_closest_marker("gpu") is None:
+        monkeypatch.setenv("BPVIDEO_CUDA", "0")
 
 
 @pytest.fixture
