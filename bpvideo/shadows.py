@@ -38,7 +38,11 @@ _FLAT = 4.0
 
 
 def shadow_pixels(
-    grey: np.ndarray, background: np.ndarray, frame: np.ndarray, shade: np.ndarray
+    grey: np.ndarray,
+    background: np.ndarray,
+    frame: np.ndarray,
+    shade: np.ndarray,
+    where: np.ndarray | None = None,
 ) -> np.ndarray:
     """The pixels of one frame that look like a shadow on the background.
 
@@ -52,6 +56,9 @@ def shadow_pixels(
         The frame in colour (BGR).
     shade : (H, W, 3) float32 ndarray
         The background's colour (BGR).
+    where : (H, W) bool ndarray, optional
+        The pixels to test (the foreground, usually a small part of the frame); the
+        others are never a shadow. None: all of them.
 
     Returns
     -------
@@ -61,17 +68,30 @@ def shadow_pixels(
     b = np.maximum(np.asarray(background, dtype=np.float32), 0.0)
     ratio = (a + 1.0) / (b + 1.0)
     candidate = (ratio > DARKEST) & (ratio < LIGHTEST)
-    if not candidate.any():
+    if where is not None:
+        candidate &= where
+    index = np.flatnonzero(candidate)
+    if index.size == 0:
         return candidate
-    colour = frame.astype(np.float32) + 1.0
-    chroma = colour / colour.sum(axis=2, keepdims=True)
-    ref = shade + 1.0  # a pixel of unknown colour is -1: no chromaticity, never a shadow
+    # the colour test on the candidates only: full-frame float copies cost more than it
+    colour = frame.reshape(-1, 3)[index].astype(np.float32) + 1.0
+    chroma = colour / colour.sum(axis=1, keepdims=True)
+    ref = shade.reshape(-1, 3)[index] + 1.0  # unknown colour is -1: never a shadow
     with np.errstate(invalid="ignore", divide="ignore"):
-        ref_chroma = ref / ref.sum(axis=2, keepdims=True)
-    candidate &= np.abs(chroma - ref_chroma).sum(axis=2) < CHROMA
-    if not candidate.any():
+        ref_chroma = ref / ref.sum(axis=1, keepdims=True)
+    keep = np.abs(chroma - ref_chroma).sum(axis=1) < CHROMA
+    candidate.reshape(-1)[index[~keep]] = False
+    if not keep.any():
         return candidate
-    return candidate & same_texture(a, b)
+    rows, cols = np.nonzero(candidate)
+    # the texture test inside the candidates' bounding box, with the patch's margin: the
+    # box filters see the same neighbours there as on the whole frame
+    r = PATCH // 2 + 1
+    y0, y1 = max(0, rows.min() - r), min(a.shape[0], rows.max() + r + 1)
+    x0, x1 = max(0, cols.min() - r), min(a.shape[1], cols.max() + r + 1)
+    texture = np.zeros_like(candidate)
+    texture[y0:y1, x0:x1] = same_texture(a[y0:y1, x0:x1], b[y0:y1, x0:x1])
+    return candidate & texture
 
 
 def same_texture(a: np.ndarray, b: np.ndarray, *, flat: bool = True) -> np.ndarray:

@@ -17,6 +17,7 @@ from bpvideo.solvers import SolverResult
 from bpvideo.thresholds import masked_median
 
 __all__ = [
+    "AUTO_SOLVE_MAX_PIXELS",
     "AUTO_SOLVE_PIXELS",
     "AUTO_SOLVE_SCALE",
     "Background",
@@ -40,6 +41,11 @@ __all__ = [
 AUTO_SOLVE_PIXELS = 320 * 240
 #: ``--solve-scale auto`` for frames of at least :data:`AUTO_SOLVE_PIXELS` pixels.
 AUTO_SOLVE_SCALE = 0.25
+#: ``--solve-scale auto``: the most pixels a downscaled frame of the solve has (180x120,
+#: cdnet_fall's 720x480 at 1/4). Larger frames are solved at a smaller scale, so that the
+#: solve of a window costs the same at 720p and 1080p as at 720x480 and frames per window
+#: need not fall as frames grow (at 1920x1080: 0.102, 196x110).
+AUTO_SOLVE_MAX_PIXELS = 180 * 120
 #: Frames sampled (evenly) for the per-pixel median whose fine detail is added back to an
 #: upsampled background.
 DETAIL_FRAMES = 64
@@ -56,7 +62,8 @@ def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> 
     solve_scale : float or "auto"
         ``--solve-scale``. A number is used as is; ``"auto"`` gives
         :data:`AUTO_SOLVE_SCALE` for frames of at least :data:`AUTO_SOLVE_PIXELS` pixels
-        (320x240), 1 for smaller frames.
+        (320x240), 1 for smaller frames, and less than :data:`AUTO_SOLVE_SCALE` where the
+        downscaled frame would have more than :data:`AUTO_SOLVE_MAX_PIXELS` pixels.
     width, height : int
         Frame size.
 
@@ -70,10 +77,15 @@ def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> 
     (0.25, 1.0)
     >>> effective_solve_scale(1.0, 320, 240)
     1.0
+    >>> round(effective_solve_scale("auto", 1920, 1080), 3)
+    0.102
     """
     if solve_scale != "auto":
         return float(solve_scale)
-    return AUTO_SOLVE_SCALE if width * height >= AUTO_SOLVE_PIXELS else 1.0
+    pixels = width * height
+    if pixels < AUTO_SOLVE_PIXELS:
+        return 1.0
+    return min(AUTO_SOLVE_SCALE, (AUTO_SOLVE_MAX_PIXELS / pixels) ** 0.5)
 
 
 def resize_columns(
