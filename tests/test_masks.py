@@ -47,4 +47,6 @@ def test_shadow_test_on_some_pixels_equals_the_whole_frame_test():
     where[10:30, 20:50] = True
     whole = shadow_pixels(grey, background, frame, shade)
     assert whole[where].any()
-    np.testing.assert_array_equal(shadow_pixels(grey, background, frame, shade, where), whole & where)
+    np.testing.assert_array_equal(
+        shadow_pixels(grey, background, frame, shade, where), whole & where
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from bpvideo.io.video import Video
 from bpvideo.solvers import SolverResult
 from bpvideo.thresholds import masked_median
 
@@ -49,6 +50,8 @@ AUTO_SOLVE_MAX_PIXELS = 180 * 120
 #: Frames sampled (evenly) for the per-pixel median whose fine detail is added back to an
 #: upsampled background.
 DETAIL_FRAMES = 64
+#: Rows (pixels) of the sampled frames read at a time for the background's detail.
+DETAIL_ROWS = 1 << 16
 #: Channels per ``cv2.resize`` call (OpenCV 4 allows 512, OpenCV 5 only 128; fewer keep
 #: the float32 copy of a block of uint8 frames small).
 _RESIZE_CHANNELS = 32
@@ -167,7 +170,7 @@ def median_detail(
 
 
 def reference_detail(
-    data: np.ndarray,
+    video: Video,
     frame_shape: tuple[int, ...],
     small_size: tuple[int, int],
     observed: np.ndarray,
@@ -182,15 +185,20 @@ def reference_detail(
     through the nearest-neighbour row map ``rows``), so that a person who lingers leaves
     no outline in the background. A pixel that agreed in none of the sampled frames (a
     person there all along) takes ``fallback``: the best guess of the background there.
+    The frames are read :data:`DETAIL_ROWS` rows at a time (``video.rows``: from memory or
+    from a spool).
 
     Returns
     -------
     (m, 1) float32 ndarray
     """
-    n = data.shape[1]
+    m, n = video.shape
     cols = np.unique(np.linspace(0, n - 1, min(n, DETAIL_FRAMES)).round().astype(np.intp))
-    agree = observed[:, cols][rows]
-    med = masked_median(data[:, cols], agree).astype(np.float32).reshape(-1, 1)
+    med = np.empty((m, 1), dtype=np.float32)
+    for lo in range(0, m, DETAIL_ROWS):
+        hi = min(m, lo + DETAIL_ROWS)
+        agree = observed[rows[lo:hi]][:, cols]
+        med[lo:hi, 0] = masked_median(video.rows(lo, hi, cols), agree)
     unknown = np.isnan(med)
     med[unknown] = np.asarray(fallback, dtype=np.float32).reshape(-1, 1)[unknown]
     small_shape = (small_size[1], small_size[0], *frame_shape[2:])

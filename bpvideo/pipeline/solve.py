@@ -32,6 +32,7 @@ from bpvideo.pipeline.scale import (
     solved_video_size,
     upsample_factors,
 )
+from bpvideo.pipeline.spool import SpooledVideo
 from bpvideo.pipeline.windows import (
     AUTO_WHOLE_MAX,
     CARRY_FRAMES,
@@ -212,6 +213,10 @@ def _at_solve_scale(
         return video, solved_video_size(full_shape), full_shape
     size = scaled_size(full_shape, scale)
     small_shape = (size[1], size[0], *full_shape[2:])
+    if isinstance(video, SpooledVideo):  # downscaled as it was read
+        small = Video(data=video.small, frames=None, frame_shape=small_shape, fps=video.fps,
+                      source=video.source)  # fmt: skip
+        return small, size, small_shape
     mask = None
     if video.mask is not None:
         mask = resize_columns(
@@ -274,7 +279,7 @@ def _solve_observed(
     )
     if previous_detail is not None:
         fallback += previous_detail
-    detail = reference_detail(video.data, full_shape, size, observed, rows, fallback)
+    detail = reference_detail(video, full_shape, size, observed, rows, fallback)
     L = upsample_factors(
         result, slice(0, n), small_shape, full_shape, detail, previous_detail, ramp_from=new_from
     )

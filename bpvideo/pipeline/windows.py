@@ -339,7 +339,7 @@ def check_window(video: Video, settings: SeparateSettings, name: str, whole: boo
     """
     try:
         check_problem(
-            video.data.shape,
+            video.shape,
             settings.rank,
             settings.solver_sparsity,
             settings.gamma,
