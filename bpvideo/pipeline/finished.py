@@ -32,6 +32,15 @@ __all__ = ["OUTPUT_FRAMES", "Block", "Window", "columns_to_frames", "masked_fram
 #: window's full-resolution background is never held whole, and the encoders get frames
 #: while the next ones are formed.
 OUTPUT_FRAMES = 32
+#: Pixels of the frames whose outputs are formed at a time: :data:`OUTPUT_FRAMES` frames of
+#: 320x240, fewer of larger frames (2 at 720p, 1 at 1080p), so that a block's float32
+#: background, masks and foreground stay within a few tens of MB whatever the frame size.
+OUTPUT_PIXELS = OUTPUT_FRAMES * 320 * 240
+
+
+def output_frames(frame_shape: tuple[int, ...]) -> int:
+    """Frames per block of outputs, for frames of ``frame_shape`` (see :data:`OUTPUT_PIXELS`)."""
+    return max(1, min(OUTPUT_FRAMES, OUTPUT_PIXELS // (frame_shape[0] * frame_shape[1])))
 
 
 def masked_frames(frames: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -177,7 +186,7 @@ class Window:
         video, _, _, new_from = self._source
         return video.frame_block(new_from + lo, new_from + hi)
 
-    def blocks(self, size: int = OUTPUT_FRAMES, *, keep: bool = True) -> Iterator[Block]:
+    def blocks(self, size: int | None = None, *, keep: bool = True) -> Iterator[Block]:
         """The window's frames with their background and masks, ``size`` at a time.
 
         With ``keep=False`` (and nothing formed yet) the blocks are formed and handed out
@@ -187,6 +196,7 @@ class Window:
         if not keep and self._formed == 0 and self._streamed is None:
             yield from self._stream()
             return
+        size = size or output_frames(self.frame_shape)
         k = len(self.numbers)
         for lo in range(0, k, size):
             hi = min(k, lo + size)
@@ -238,8 +248,9 @@ class Window:
     def _stream(self) -> Iterator[Block]:
         """Blocks formed and handed out, not kept (see :meth:`blocks`)."""
         pixels = 0
-        for lo in range(0, len(self), OUTPUT_FRAMES):
-            hi = min(len(self), lo + OUTPUT_FRAMES)
+        step = output_frames(self.frame_shape)
+        for lo in range(0, len(self), step):
+            hi = min(len(self), lo + step)
             frames = self._frame_block(lo, hi)
             masks, background = self._form(lo, hi, frames)
             pixels += int(np.count_nonzero(masks))
@@ -255,7 +266,7 @@ class Window:
             self._bg = np.empty((len(self), *self.frame_shape), dtype=np.uint8)
         while self._formed < hi:
             lo = self._formed
-            end = min(len(self), lo + OUTPUT_FRAMES)
+            end = min(len(self), lo + output_frames(self.frame_shape))
             self._masks[lo:end], self._bg[lo:end] = self._form(lo, end, self._frame_block(lo, end))
             self._formed = end
 

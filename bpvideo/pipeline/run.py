@@ -53,6 +53,7 @@ __all__ = [
     "iter_windows",
     "masked_frames",
     "plan_run",
+    "spools",
 ]
 
 logger = logging.getLogger("bpvideo")
@@ -72,12 +73,16 @@ class Plan:
         With ``window="auto"``: a stream that ends within this many frames is solved whole.
     solve_scale : float
         The factor the solve runs at (``"auto"`` resolved).
+    spooled : bool
+        Whether the full-resolution frames of a window wait on disk (:func:`spools`), not
+        in memory.
     """
 
     window: int | None
     overlap: int
     whole_max: int
     solve_scale: float
+    spooled: bool = False
 
 
 def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
@@ -92,7 +97,17 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
         settings, source.width, source.height, source.frame_count, name=source.name
     )
     scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
-    return Plan(window, settings.overlap if window is not None else 0, whole_max, scale)
+    overlap = settings.overlap if window is not None else 0
+    return Plan(window, overlap, whole_max, scale, spools(settings, scale))
+
+
+def spools(settings: SeparateSettings, solve_scale: float) -> bool:
+    """Whether a window's full-resolution frames are spooled to disk
+    (:class:`~bpvideo.pipeline.spool.FrameSpool`): when the solve runs downscaled with a
+    reference background (the default on frames of 320x240 and more), without an
+    observation mask; only the solve-scale matrix of a window is then held in memory."""
+    observe = settings.observe is not None and settings.observe < 1.0
+    return solve_scale < 1.0 and uses_reference(settings) and not settings.mask and not observe
 
 
 def iter_windows(
@@ -149,11 +164,8 @@ def iter_windows(
 
 
 def _spool(source: FrameSource, settings: SeparateSettings, plan: Plan) -> FrameSpool | None:
-    """A spool for the full-resolution frames, when the solve runs downscaled with a
-    reference background (the default on frames of 320x240 and more): only the
-    solve-scale matrix of a window is then held in memory."""
-    observe = settings.observe is not None and settings.observe < 1.0
-    if plan.solve_scale >= 1.0 or not uses_reference(settings) or settings.mask or observe:
+    """The spool of the full-resolution frames, when the plan says so."""
+    if not plan.spooled:
         return None
     shape = _frame_shape(source, settings)
     return FrameSpool(shape, scaled_size(shape, plan.solve_scale))
