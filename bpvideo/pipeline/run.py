@@ -38,7 +38,13 @@ from bpvideo.pipeline.scale import (
 from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
 from bpvideo.pipeline.spool import FrameSpool, SpooledVideo
 from bpvideo.pipeline.statistics import window_model
-from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, plan_window
+from bpvideo.pipeline.windows import (
+    CARRY_FRAMES,
+    check_window,
+    chunk_windows,
+    plan_window,
+    spools,
+)
 from bpvideo.settings import SeparateSettings, format_span
 from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
@@ -53,7 +59,6 @@ __all__ = [
     "iter_windows",
     "masked_frames",
     "plan_run",
-    "spools",
 ]
 
 logger = logging.getLogger("bpvideo")
@@ -99,15 +104,6 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
     scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
     overlap = settings.overlap if window is not None else 0
     return Plan(window, overlap, whole_max, scale, spools(settings, scale))
-
-
-def spools(settings: SeparateSettings, solve_scale: float) -> bool:
-    """Whether a window's full-resolution frames are spooled to disk
-    (:class:`~bpvideo.pipeline.spool.FrameSpool`): when the solve runs downscaled with a
-    reference background (the default on frames of 320x240 and more), without an
-    observation mask; only the solve-scale matrix of a window is then held in memory."""
-    observe = settings.observe is not None and settings.observe < 1.0
-    return solve_scale < 1.0 and uses_reference(settings) and not settings.mask and not observe
 
 
 def iter_windows(

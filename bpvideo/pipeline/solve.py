@@ -37,6 +37,7 @@ from bpvideo.pipeline.windows import (
     AUTO_WHOLE_MAX,
     CARRY_FRAMES,
     orthonormal,
+    uses_reference,
     warm_start,
     with_carried,
 )
@@ -118,11 +119,6 @@ class Solved:
     rows: np.ndarray | None = None
     reference: Reference | None = None
     sparsity: float | None = None
-
-
-def uses_reference(settings: SeparateSettings) -> bool:
-    """Whether the solve observes only the entries a reference background explains."""
-    return settings.background_from != "none" and settings.mask_rule == "residual"
 
 
 def solve_window(
