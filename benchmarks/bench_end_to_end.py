@@ -130,9 +130,9 @@ def _run_child(python: str, argv: list[str], env: dict) -> tuple[float, dict]:
     return wall, json.loads(lines[-1])
 
 
-def _env() -> dict:
+def _env(root: Path = ROOT) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
@@ -145,6 +145,8 @@ def speed(args: argparse.Namespace) -> None:
     ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
     env = _env()
     methods: list[tuple[str, str]] = [("bpvideo", sys.executable)]
+    if args.baseline_src:
+        methods.append(("baseline", sys.executable))
     methods += [("mog2", sys.executable), ("knn", sys.executable)]
     if args.gsoc_python:
         methods.append(("gsoc", args.gsoc_python))
@@ -157,7 +159,7 @@ def speed(args: argparse.Namespace) -> None:
             for name, python in methods:
                 # a fresh folder per run: removing the previous run's outputs is not the job
                 out = str(Path(tmp) / f"{name}-{rep}")
-                if name == "bpvideo":
+                if name in ("bpvideo", "baseline"):
                     argv = [
                         "--child-bpvideo",
                         args.clip,
@@ -171,7 +173,8 @@ def speed(args: argparse.Namespace) -> None:
                 else:
                     argv = ["--child-opencv", name, args.clip, str(args.frames), out, ffmpeg]
                 print(f"run {rep + 1}/{args.repeat}: {name} ...", file=sys.stderr)
-                wall, info = _run_child(python, argv, env)
+                child_env = _env(Path(args.baseline_src)) if name == "baseline" else env
+                wall, info = _run_child(python, argv, child_env)
                 walls[name].append(wall)
                 peaks[name] = max(peaks.get(name, 0), info["peak_rss"])
                 if name == "bpvideo":
@@ -180,6 +183,9 @@ def speed(args: argparse.Namespace) -> None:
                     data_bytes = summary["width"] * summary["height"] * summary["frames"] * 4
                     stages = summary["seconds"]
                     iters = summary["solver"]["iterations"]
+                elif name == "baseline":
+                    done = json.loads((Path(out) / "summary.json").read_text())
+                    frames_done[name] = done["frames"]
                 else:
                     frames_done[name] = info["frames"]
     ref = statistics.median(walls["bpvideo"])
@@ -249,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--gsoc-python", help="a Python with opencv-contrib (runs GSOC)")
     parser.add_argument("--extra-args", default="", help="options added to bpvideo separate")
+    parser.add_argument(
+        "--baseline-src",
+        help="a checkout of another bpvideo version, run as one more method ('baseline'), "
+        "e.g. `git worktree add /tmp/base v0.3`",
+    )
     parser.add_argument("--quality", action="store_true", help="F-measure on ../shared/data")
     parser.add_argument("--data", default=str(SHARED), help="the shared data folder")
     args = parser.parse_args(argv)

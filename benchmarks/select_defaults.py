@@ -137,10 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--candidate", action="append", default=[], metavar="'NAME K=V ...'")
     parser.add_argument("--json", type=Path, help="scores file (read, then updated)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run these candidates only")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     candidates = dict(CANDIDATES)
     candidates.update(parse_candidate(c) for c in args.candidate)
+    if args.only:
+        unknown = sorted(set(args.only) - set(candidates))
+        if unknown:
+            parser.error(f"--only: no candidate named {', '.join(unknown)}")
+        candidates = {name: candidates[name] for name in args.only}
     sequences = [s for s in discover(args.data) if per_frame_truth(s, args.data)]
     if not sequences:
         raise SystemExit(f"{args.data}: no sequence with per-frame ground truth (pass --data)")

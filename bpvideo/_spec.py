@@ -39,6 +39,9 @@ class Spec:
         The "off" flag of a boolean pair (``--color`` for ``--gray``).
     cli : bool
         Whether the option appears on the command line of ``separate``.
+    limit : float or None
+        A cap on the cost an option may ask for rather than on its meaning (a radius, a
+        frame count): only a value above it is told of it.
     """
 
     kind: str
@@ -53,6 +56,7 @@ class Spec:
     secondary: str | None = None
     cli: bool = True
     metavar: str | None = None
+    limit: float | None = None
 
 
 def option(default: Any, kind: str, help: str, **kwargs: Any) -> Any:
@@ -130,6 +134,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
     if kind in ("str", "path"):
         if not isinstance(value, str):
             raise _bad(name, value, "must be a string")
+        if kind == "path" and (not value.strip() or "\0" in value):
+            raise _bad(name, value, "must be a path (not empty, no NUL character)")
         if spec.choices is not None and value not in spec.choices:
             raise _bad(name, value, f"must be one of: {', '.join(spec.choices)}")
         return value
@@ -138,7 +144,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
 
 def _check_reference(name: str, value: Any) -> str:
     """``auto``, ``none``, ``START:END`` (checked, normalised) or a path (not empty)."""
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
         raise _bad(name, value, "must be auto, none, an image path or START:END")
     word = value.strip().lower()
     if word in ("auto", "none"):
@@ -170,10 +176,11 @@ def _check_number(name: str, spec: Spec, value: Any, kind: str) -> float:
     bad_high = spec.high is not None and (
         number >= spec.high if spec.high_open else number > spec.high
     )
-    if bad_low or bad_high:  # a number typed as text (the CLI's 'auto' options) shows as one
-        raise _bad(
-            name, number if isinstance(value, str) else value, f"must be {_bounds_text(spec)}"
-        )
+    shown_value = number if isinstance(value, str) else value  # text typed for 'auto' options
+    if bad_low or bad_high:
+        raise _bad(name, shown_value, f"must be {_bounds_text(spec)}")
+    if spec.limit is not None and number > spec.limit:
+        raise _bad(name, shown_value, f"must be <= {spec.limit:g} (a bound on its cost)")
     return number
 
 
@@ -186,6 +193,12 @@ def parse_size(text: str) -> tuple[int, int]:
         raise _bad("size", text, "must be WxH, e.g. {size='320x240'}") from None
     if w < 1 or h < 1:
         raise _bad("size", text, "must be positive, e.g. {size='320x240'}")
+    from bpvideo.settings import MAX_PIXELS, MAX_SIDE
+
+    if max(w, h) > MAX_SIDE or w * h > MAX_PIXELS:
+        raise _bad(
+            "size", text, f"must be at most {MAX_SIDE} pixels a side and {MAX_PIXELS} in all"
+        )
     return w, h
 
 
@@ -220,6 +233,10 @@ def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
         raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
     if start < 0 or (end is not None and end < start + 2):
         raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")
+    from bpvideo.settings import MAX_FRAMES
+
+    if max(start, end or 0) > MAX_FRAMES:
+        raise _bad(name, value, f"must have START and END <= {MAX_FRAMES}")
     return start, end
 
 

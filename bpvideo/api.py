@@ -24,10 +24,11 @@ from bpvideo.errors import InputError
 from bpvideo.evaluate.groundtruth import check_groundtruth
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.io.arrays import open_frames
+from bpvideo.io.guard import check_access, separate_access
 from bpvideo.io.outputs import SUMMARY, OutputDir, write_json
 from bpvideo.io.paths import default_output
 from bpvideo.io.sinks import OutputSinks, Still, output_names
-from bpvideo.io.sources import FrameSource, open_source
+from bpvideo.io.sources import FrameSource, check_input_name, open_source
 from bpvideo.io.summary import Report, ReportBuilder, Stopwatch
 from bpvideo.pipeline.empty_scene import given_scene, reopen_array, reopen_file
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_windows, learn
@@ -221,8 +222,12 @@ def separate_file(
     clock = Stopwatch()
     settings = _settings(options, arrays=False)
     input = os.fspath(input)
+    check_input_name(input)
     out_path = os.fspath(output) if output is not None else None
+    if out_path is not None and not out_path.strip():
+        raise InputError("{output=} is an empty name: give a folder", option=("output", out_path))
     out_path = out_path or ("stdin-bpvideo" if input == "-" else default_output(input))
+    check_access(*separate_access(input, out_path, settings))
     outdir = OutputDir(out_path, overwrite=settings.overwrite)
     outdir.check()
     source = _open_file(input, settings, stdin)

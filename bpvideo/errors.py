@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import re
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "Terminated",
     "WorkError",
     "literal",
+    "shown",
 ]
 
 #: ``{name}``, ``{name=}`` or ``{name=VALUE}`` in a message template; ``{{``/``}}`` are braces.
@@ -36,9 +38,29 @@ def literal(text: Any) -> str:
     return str(text).replace("{", "{{").replace("}", "}}")
 
 
+#: How much of a value a message quotes: a YAML alias bomb or a long string is shown
+#: in a line, at the cost of its first items only.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 80, 80
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = 6
+_SHOWN_CHARS = 120
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for messages: on one line, containers and strings cut short.
+
+    Examples
+    --------
+    >>> shown("two"), shown([1, 2]), shown(list(range(100)))
+    ("'two'", '[1, 2]', '[0, 1, 2, 3, 4, 5, ...]')
+    """
+    text = _SHOWN.repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
 def _value_text(value: Any) -> str:
     """A value as a message shows it: strings quoted, everything else as printed."""
-    return repr(value) if isinstance(value, str) else str(value)
+    return shown(value) if isinstance(value, (str, list, tuple, dict, set)) else str(value)
 
 
 class BpvideoError(Exception):

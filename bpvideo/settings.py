@@ -54,6 +54,43 @@ NOISES = ("local", "global")
 SHADOWS = ("remove", "keep")
 PIX_FMTS = ("gray", "bgr24")
 
+# --- bounds -----------------------------------------------------------------------------
+# What an option or an input may ask for, checked before any work: the options' own
+# bounds (``low``, ``high`` and ``limit`` below) and what a file or a stream announces
+# (frame sizes, rates, header lengths), so that a small input never costs more than its
+# own memory estimate.
+
+#: Frame indices and counts (``start``, ``frames``, ``step``, ``learn``).
+MAX_FRAMES = 2**31 - 1
+#: Seconds an option may name (``absorb``): about 116 days, longer than any clip.
+MAX_SECONDS = 1e7
+#: Frames of a window or an overlap.
+MAX_WINDOW = 1_000_000
+#: Frame rates, of the outputs (``fps``) and of what an input announces (frames/s).
+FPS_RANGE = (1e-3, 1000.0)
+#: Width or height of a frame, as an input announces it or after ``scale``.
+MAX_SIDE = 32768
+#: Pixels of a frame (width x height), as an input announces it or after ``scale``
+#: (below Pillow's own bound of 2 x 89478485, at which it refuses to open an image).
+MAX_PIXELS = 2**27
+#: Smallest width or height of a frame after ``scale`` (smaller frames hold no scene).
+MIN_SIDE = 4
+#: Morphology radii (``open_radius``, ``close_radius``): the cost per pixel grows with
+#: the radius (a radius of 64 took 26 ms per 320x240 frame; 128, 134 ms).
+MAX_RADIUS = 50
+#: Bytes of a header line (y4m stream header, y4m FRAME line).
+MAX_HEADER_LINE = 4096
+#: Bytes of a small text file read whole (temporalROI.txt, summary.json, a report).
+MAX_TEXT_BYTES = 16 * 2**20
+#: A YAML config: its bytes, its nodes once aliases are expanded, and its nesting depth.
+MAX_CONFIG_BYTES = 4 * 2**20
+MAX_CONFIG_NODES = 200_000
+MAX_CONFIG_DEPTH = 64
+#: Paths a glob may match (inputs of ``separate`` or of one batch job).
+MAX_GLOB_MATCHES = 100_000
+#: The batch report beside a config ``night.yaml``: ``night`` + this suffix.
+REPORT_SUFFIX = ".report.json"
+
 
 @dataclass
 class SeparateSettings:
@@ -64,12 +101,23 @@ class SeparateSettings:
     """
 
     # --- input ---------------------------------------------------------------------------
-    start: int = option(0, "int", "First frame to read (0-based).", low=0)
+    start: int = option(0, "int", "First frame to read (0-based).", low=0, limit=MAX_FRAMES)
     frames: int | None = option(
-        None, "int", "Number of frames to read (default: all).", low=1, optional=True, metavar="N"
+        None,
+        "int",
+        "Number of frames to read (default: all).",
+        low=1,
+        limit=MAX_FRAMES,
+        optional=True,
+        metavar="N",
     )
     step: int = option(
-        1, "int", "Read every K-th frame (temporal subsampling).", low=1, metavar="K"
+        1,
+        "int",
+        "Read every K-th frame (temporal subsampling).",
+        low=1,
+        limit=MAX_FRAMES,
+        metavar="K",
     )
     scale: float = option(
         1.0, "float", "Resize frames by this factor before solving.", low=0, high=4, low_open=True
@@ -84,8 +132,8 @@ class SeparateSettings:
         None,
         "float",
         "Frame rate of the outputs (default: the input's, 25 for image folders).",
-        low=0,
-        low_open=True,
+        low=FPS_RANGE[0],
+        high=FPS_RANGE[1],
         optional=True,
     )
     size: str | None = option(
@@ -107,10 +155,15 @@ class SeparateSettings:
         "whole video at once, auto = whole video for short clips, else windows that fit in "
         "memory.",
         low=0,
+        limit=MAX_WINDOW,
         metavar="N|auto",
     )
     overlap: int = option(
-        20, "int", "Frames shared by consecutive windows (re-solved, not re-written).", low=0
+        20,
+        "int",
+        "Frames shared by consecutive windows (re-solved, not re-written).",
+        low=0,
+        limit=MAX_WINDOW,
     )
     allow_partial: bool = option(
         False,
@@ -137,7 +190,7 @@ class SeparateSettings:
         optional=True,
         metavar="P",
     )
-    seed: int = option(0, "int", "Random seed for --observe.", low=0)
+    seed: int = option(0, "int", "Random seed for --observe.", low=0, limit=2**32 - 1)
     # --- solver --------------------------------------------------------------------------
     method: str = option(
         "bestpair",
@@ -147,7 +200,7 @@ class SeparateSettings:
         "RPCA GD.",
         choices=METHODS,
     )
-    rank: int = option(2, "int", "Rank r of the background.", low=1)
+    rank: int = option(2, "int", "Rank r of the background.", low=1, limit=1000)
     sparsity: float | str = option(
         "auto",
         "threshold",
@@ -167,8 +220,8 @@ class SeparateSettings:
     b: float = option(
         0.5, "float", "Inertia b_k of the APG.", low=0, high=1, high_open=True, flag="--inertia-b"
     )
-    max_iter: int = option(100, "int", "Iteration limit.", low=1)
-    tol: float = option(1e-3, "float", "Tolerance on relative change and residual.", low=0)
+    max_iter: int = option(100, "int", "Iteration limit.", low=1, limit=1_000_000)
+    tol: float = option(1e-3, "float", "Tolerance on relative change and residual.", low=0, high=1)
     init: str = option(
         "robust",
         "str",
@@ -182,6 +235,7 @@ class SeparateSettings:
         "Subspace sweeps per iteration of H_r after the first 3 (bestpair, ncf); 0 = exact "
         "H_r (sweeps to convergence). 1 is an approximation, see README Performance.",
         low=0,
+        limit=100,
     )
     solve_scale: float | str = option(
         "auto",
@@ -211,6 +265,7 @@ class SeparateSettings:
         "Seconds after which a lasting change (a parked car, a moved chair) becomes "
         "background, across windows; 0 = never.",
         low=0,
+        high=MAX_SECONDS,
         metavar="SECONDS",
     )
     # --- foreground masks ----------------------------------------------------------------
@@ -226,6 +281,7 @@ class SeparateSettings:
         "Threshold on |A - L| in grey levels (0-255), or 'auto': per pixel, from the camera's "
         "noise and each pixel's own spread (see --noise).",
         low=0,
+        high=255,
         low_open=True,
         metavar="T|auto",
     )
@@ -234,6 +290,7 @@ class SeparateSettings:
         "float",
         "With --threshold auto: noise levels a foreground pixel is away from the background.",
         low=0,
+        limit=1000,
         low_open=True,
     )
     noise: str = option(
@@ -250,10 +307,26 @@ class SeparateSettings:
         "the masks, or keep them as foreground.",
         choices=SHADOWS,
     )
-    open_radius: int = option(1, "int", "Morphological opening radius in pixels (0 = off).", low=0)
-    close_radius: int = option(3, "int", "Morphological closing radius in pixels (0 = off).", low=0)
+    open_radius: int = option(
+        1,
+        "int",
+        "Morphological opening radius in pixels (0 = off).",
+        low=0,
+        limit=MAX_RADIUS,
+    )
+    close_radius: int = option(
+        3,
+        "int",
+        "Morphological closing radius in pixels (0 = off).",
+        low=0,
+        limit=MAX_RADIUS,
+    )
     min_area: int = option(
-        25, "int", "Drop foreground blobs smaller than this many pixels (0 = off).", low=0
+        25,
+        "int",
+        "Drop foreground blobs smaller than this many pixels (0 = off).",
+        low=0,
+        limit=MAX_PIXELS,
     )
     # --- a learned background ------------------------------------------------------------
     learn: str | None = option(

@@ -16,7 +16,14 @@ from typing import Any
 import click
 
 from bpvideo import __version__
-from bpvideo._cli.console import configure_logging, error_line, iteration_reporter, main
+from bpvideo._cli.console import (
+    CLOSED_STREAMS,
+    configure_logging,
+    error_line,
+    iteration_reporter,
+    main,
+    one_line,
+)
 from bpvideo.errors import BpvideoError, InputError
 from bpvideo.settings import SeparateSettings, Spec, flag_of, option_specs
 
@@ -128,6 +135,7 @@ def separate(
     per input when there are several (JSON lines with --json).
     """
     from bpvideo.api import separate_file
+    from bpvideo.io.guard import check_jobs
     from bpvideo.io.paths import expand_inputs, plan_outputs
 
     verbosity = _verbosity(verbose, quiet)
@@ -135,12 +143,15 @@ def separate(
     given = {k: v for k, v in options.items() if v is not None}
     settings = SeparateSettings.from_mapping(given)
     paths = expand_inputs(list(inputs))
+    _check_streams(paths, settings)
     if len(paths) > 1 and settings.masks_to is not None:
         raise InputError(
             f"{{masks_to=}} takes one input, got {len(paths)}: run the inputs one at a time",
             option=("masks_to", settings.masks_to),
         )
     outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
+    if len(paths) > 1:  # no input may be another's output (one input: separate_file checks)
+        check_jobs((path, out, settings) for path, out in zip(paths, outputs, strict=True))
     callback, close = iteration_reporter(settings.max_iter, verbosity)
     failed = 0
     try:
@@ -166,6 +177,17 @@ def separate(
     if failed:
         click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
         raise click.exceptions.Exit(1)
+
+
+def _check_streams(paths: list[str], settings: SeparateSettings) -> None:
+    """Refuse stdin or stdout as data when the process started with it closed."""
+    if "-" in paths and 0 in CLOSED_STREAMS:
+        raise InputError("INPUT is stdin ('-') but stdin is closed: pipe frames into bpvideo")
+    if settings.masks_to == "-" and 1 in CLOSED_STREAMS:
+        raise InputError(
+            "{masks_to=} but stdout is closed: give a file, or a pipe on stdout",
+            option=("masks_to", "-"),
+        )
 
 
 EVALUATE_EPILOG = """\b
@@ -229,14 +251,15 @@ def evaluate(
     CSV's path on stdout (or, with --json, the scores as JSON on stdout).
     """
     from bpvideo.evaluate.groundtruth import parse_temporal_roi
+    from bpvideo.evaluate.scoring import check_evaluation, format_table
     from bpvideo.evaluate.scoring import evaluate as score
-    from bpvideo.evaluate.scoring import format_table
 
     configure_logging(_verbosity(verbose, quiet))
-    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
-    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is None and (Path(masks) / "masks").is_dir():
         csv_path = str(Path(masks) / "evaluation.csv")
+    check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path)
+    troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
+    result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is not None:
         result.info["csv"] = str(result.to_csv(csv_path))
     if as_json:
@@ -257,7 +280,7 @@ Examples:
 
 \b
 Paths in the config are relative to its folder. The report (per job: input, output,
-status, seconds, frames, error) goes to batch_report.json beside the config unless
+status, seconds, frames, error) goes to NAME.report.json beside NAME.yaml unless
 --report or 'report:' says otherwise. Exit 0 when every job succeeded, 1 otherwise,
 2 for an invalid config (every problem listed, file:line, nothing run).
 """
@@ -288,7 +311,7 @@ status, seconds, frames, error) goes to batch_report.json beside the config unle
     "--report",
     metavar="PATH",
     default=None,
-    help="Where to write the JSON report  [default: batch_report.json beside the config]",
+    help="Where to write the JSON report  [default: NAME.report.json beside NAME.yaml]",
 )
 @click.option("--resume", is_flag=True, help="Skip jobs whose outputs are complete and match.")
 @click.option(
@@ -328,7 +351,7 @@ def batch(
         if debug:
             raise
         for problem in exc.problems:
-            click.echo(f"bpvideo: error: {problem}", err=True)
+            click.echo(f"bpvideo: error: {one_line(problem)}", err=True)
         count = len(exc.problems)
         click.echo(
             f"bpvideo: error: {config_path}: {count} problem{'s' if count > 1 else ''}, "

@@ -22,9 +22,19 @@ from bpvideo.errors import BpvideoError, Terminated
 from bpvideo.settings import cli_flags
 from bpvideo.solvers import Iterate
 
-__all__ = ["configure_logging", "error_line", "iteration_reporter", "main"]
+__all__ = ["configure_logging", "error_line", "iteration_reporter", "main", "one_line"]
 
 logger = logging.getLogger("bpvideo")
+
+
+#: Control characters (a newline in a file name, say) as a message shows them.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {10: "\\n", 13: "\\r", 9: "\\t"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters escaped: a message stays one line whatever
+    the file names in it hold."""
+    return text.translate(_CONTROL)
 
 
 class _Formatter(logging.Formatter):
@@ -32,7 +42,10 @@ class _Formatter(logging.Formatter):
         level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
         if record.levelno == logging.DEBUG:
             level = ""
-        return f"bpvideo: {level}{record.getMessage()}"
+        message = record.getMessage()
+        if record.levelno != logging.DEBUG:  # the iteration table is ours, and multi-line
+            message = one_line(message)
+        return f"bpvideo: {level}{message}"
 
 
 def configure_logging(verbosity: int) -> None:
@@ -93,7 +106,7 @@ def iteration_reporter(
 
 def error_line(error: BpvideoError) -> str:
     """``bpvideo: error: ...``: the error's message with its options spelled as flags."""
-    return f"bpvideo: error: {error.render(cli_flags())}"
+    return f"bpvideo: error: {one_line(error.render(cli_flags()))}"
 
 
 def _debug_requested(argv: list[str]) -> bool:
@@ -149,6 +162,33 @@ def _interrupted(what: str, before: int) -> str:
     )
 
 
+#: Standard streams (0, 1, 2) that were closed when the process started (``2>&-``).
+CLOSED_STREAMS: set[int] = set()
+
+
+def _open_closed_streams() -> None:
+    """Open ``/dev/null`` on standard file descriptors that were closed at start.
+
+    Otherwise the first file bpvideo opens would get fd 2 (or 1), and log lines would be
+    written into an output; and Python leaves ``sys.stderr`` as None, on which every log
+    line fails. Records the closed ones in :data:`CLOSED_STREAMS` (a command that needs
+    stdin or stdout refuses to run without it).
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            CLOSED_STREAMS.add(fd)
+    for fd in sorted(CLOSED_STREAMS):
+        new = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if new != fd:
+            os.dup2(new, fd)
+            os.close(new)
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bpvideo`` console script; returns the exit code.
 
@@ -157,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from bpvideo._cli import cli
 
+    _open_closed_streams()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     before = len(_committed())
@@ -172,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             hint = f" (see '{exc.ctx.command_path} --help')"
-        click.echo(f"bpvideo: error: {exc.format_message()}{hint}", err=True)
+        click.echo(f"bpvideo: error: {one_line(exc.format_message())}{hint}", err=True)
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo(_interrupted("interrupted", before), err=True)
@@ -196,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         click.echo(
-            f"bpvideo: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
-            "traceback and report it)",
+            f"bpvideo: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with "
+            "--debug for the traceback and report it)",
             err=True,
         )
         return 1

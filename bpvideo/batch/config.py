@@ -5,7 +5,7 @@ A config describes many ``separate`` jobs (see the README, "Batch runs")::
     executor: local            # or dask (optional; --executor wins)
     scheduler: tcp://host:8786 # dask scheduler (optional; --scheduler wins)
     workers: 2                 # local worker processes (optional; --workers wins)
-    report: batch_report.json  # where the report goes (optional; --report wins)
+    report: night.json         # the report (optional; --report wins; default NAME.report.json)
     defaults:                  # any option of ``separate``, for every job
       rank: 2
       output: out/{camera}/{stem}
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, shown
+from bpvideo.io.guard import check_usable
 from bpvideo.io.paths import expand_input, expand_template, template_fields
 from bpvideo.settings import SeparateSettings, check_value, option_name, option_specs
 
@@ -158,11 +159,11 @@ def _check_options(
         line = mapping.line_of(key)
         path = f"{where}.{key}"
         if not isinstance(key, str):
-            check.add(line, where, f"key {key!r} must be a name")
+            check.add(line, where, f"key {shown(key)} must be a name")
             continue
         if key in JOB_KEYS:
             if not isinstance(value, str) or not value:
-                check.add(line, path, f"must be a path (a string), got {value!r}")
+                check.add(line, path, f"must be a path (a string), got {shown(value)}")
             else:
                 job_keys[key] = value
             continue
@@ -177,7 +178,7 @@ def _check_options(
         try:
             options[name] = check_value(name, specs[name], value)
         except InputError as exc:
-            got = "" if value is None else f", got {value!r}"
+            got = "" if value is None else f", got {shown(value)}"
             check.add(line, path, f"{exc.rule}{got}" if exc.rule else exc.message)
     return options, job_keys, extras
 
@@ -281,7 +282,7 @@ class _Planner:
                 continue
             value = data[key]
             if not valid(value):
-                self.check.add(data.line_of(key), key, f"{rule}, got {value!r}")
+                self.check.add(data.line_of(key), key, f"{rule}, got {shown(value)}")
             elif key == "report":
                 config.report = self._path(value)
             else:
@@ -320,7 +321,7 @@ class _Planner:
         for i, entry in enumerate(jobs):
             if not isinstance(entry, LineDict):
                 self.check.add(jobs.line_of(i), f"jobs[{i}]",
-                               f"must be a mapping with an input, got {entry!r}")  # fmt: skip
+                               f"must be a mapping with an input, got {shown(entry)}")  # fmt: skip
                 continue
             planned.extend(self._job(i, jobs.line_of(i), entry, defaults, len(planned)))
         return planned
@@ -362,7 +363,7 @@ class _Planner:
             template.used = set(template_fields(template.text))
         except ValueError as exc:
             self.check.add(template.line, template.where,
-                           f"bad template {template.text!r}: {exc}")  # fmt: skip
+                           f"bad template {shown(template.text)}: {exc}")  # fmt: skip
         return template
 
     def _template_values(
@@ -397,11 +398,11 @@ class _Planner:
                     key_line,
                     path,
                     f"unknown key{_did_you_mean(key, self.known)}: not an option of separate, "
-                    f"and the output template {template.text!r} does not use {{{key}}}",
+                    f"and the output template {shown(template.text)} does not use {{{key}}}",
                 )
                 ok = False
             elif isinstance(value, (dict, list)) or value is None:
-                self.check.add(key_line, path, f"template values must be text, got {value!r}")
+                self.check.add(key_line, path, f"template values must be text, got {shown(value)}")
                 ok = False
             else:
                 values[key] = value
@@ -424,13 +425,18 @@ class _Planner:
             return None
         if settings.mask is not None:
             mask = self._path(settings.mask)
-            if not mask.exists():
+            problem = None
+            try:
+                check_usable(mask, "the mask")
+                if not mask.exists():
+                    problem = f"{settings.mask}: no such file or folder"
+            except InputError as exc:  # a name too long
+                problem = exc.message
+            if problem is not None:
                 mask_line = (
                     entry.line_of("mask") if "mask" in entry else defaults.mapping.line_of("mask")
                 )
-                self.check.add(
-                    mask_line, f"{where}.mask", f"{settings.mask}: no such file or folder"
-                )
+                self.check.add(mask_line, f"{where}.mask", problem)
             settings.mask = str(mask)
         return settings
 
@@ -441,11 +447,16 @@ class _Planner:
                 self.check.add(line, where, "missing input: add 'input: PATH-OR-GLOB'")
             return []
         pattern = keys["input"]
-        inputs = expand_input(pattern, self.base)
         input_line = entry.line_of("input")
+        try:
+            inputs = expand_input(pattern, self.base)
+        except InputError as exc:  # a name too long, a glob too costly
+            self.check.add(input_line, f"{where}.input", exc.message)
+            return []
         if not inputs:
-            self.check.add(input_line, f"{where}.input",
-                           f"{pattern!r} matches nothing (relative to {self.base})")  # fmt: skip
+            self.check.add(
+                input_line, f"{where}.input", f"{shown(pattern)} matches nothing (in {self.base})"
+            )
             return []
         if len(inputs) == 1 and not inputs[0].exists():
             self.check.add(input_line, f"{where}.input",
@@ -457,12 +468,16 @@ class _Planner:
         self, template: _Template, input_path: Path, values: dict[str, Any], i: int
     ) -> Path | None:
         """The output folder of one input; None when another job writes there already."""
-        try:
-            text = expand_template(template.text, input_path, values)
-        except (KeyError, ValueError, IndexError) as exc:  # pragma: no cover - checked above
-            self.check.add(template.line, template.where, f"cannot fill {template.text!r}: {exc}")
+        try:  # '~' is expanded in the template as typed, never in the values filled in
+            text = expand_template(os.path.expanduser(template.text), input_path, values)
+        except InputError as exc:  # a value that leaves the template's folder
+            self.check.add(template.line, template.where, exc.message)
             return None
-        out = self._path(text)
+        except (KeyError, ValueError, IndexError) as exc:  # pragma: no cover - checked above
+            what = f"cannot fill {shown(template.text)}: {exc}"
+            self.check.add(template.line, template.where, what)
+            return None
+        out = self._path(text, expand=False)
         if str(out) in self.outputs:
             self.check.add(
                 template.line,
@@ -474,7 +489,7 @@ class _Planner:
         self.outputs[str(out)] = f"{input_path.name} of jobs[{i}]"
         return out
 
-    def _path(self, text: str) -> Path:
-        """``text`` as a path relative to the config's folder (``~`` expanded)."""
-        path = Path(os.path.expanduser(text))
+    def _path(self, text: str, expand: bool = True) -> Path:
+        """``text`` as a path relative to the config's folder (``~`` expanded as typed)."""
+        path = Path(os.path.expanduser(text) if expand else text)
         return Path(os.path.normpath(path if path.is_absolute() else self.base / path))

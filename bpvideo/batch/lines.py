@@ -3,19 +3,21 @@ that a batch config's problems can be reported as ``file:line``.
 
 Three YAML traps are closed: duplicate keys are collected (PyYAML silently keeps the
 last), ``1e-1`` is a float (YAML 1.1, and so PyYAML, reads it as a string), and ``10:20``
-is text (YAML 1.1 reads it as 620, a number in base 60).
+is text (YAML 1.1 reads it as 620, a number in base 60). And the cost of a config is
+bounded before it is built: its size, its nesting depth and the values its aliases
+expand to (a few hundred bytes of nested aliases can stand for billions of values).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from bpvideo.errors import InputError
+from bpvideo.settings import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES
 
 __all__ = ["LineDict", "LineList", "LineLoader", "load_yaml"]
 
@@ -56,6 +58,48 @@ class LineLoader(yaml.SafeLoader):
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self.duplicates: list[tuple[int, str]] = []
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        """Compose one node, refusing nesting deeper than
+        :data:`~bpvideo.settings.MAX_CONFIG_DEPTH` (the composer recurses per level)."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_CONFIG_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_CONFIG_DEPTH} levels",
+                    self.peek_event().start_mark,
+                )  # fmt: skip
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], mark: Any = None) -> int:
+    """Values ``node`` stands for once every alias in it is expanded (each node counted
+    once: linear in the document, however far its aliases expand).
+
+    Raises
+    ------
+    yaml.constructor.ConstructorError
+        A node that holds itself (a recursive alias).
+    """
+    key = id(node)
+    if key in sizes:
+        if sizes[key] < 0:
+            raise yaml.constructor.ConstructorError(
+                None, None, "an alias refers to a node that holds it", node.start_mark
+            )
+        return sizes[key]
+    sizes[key] = -1
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    else:
+        size = 1
+    sizes[key] = size
+    return size
 
 
 def _construct_mapping(loader: LineLoader, node: yaml.MappingNode) -> Any:
@@ -135,7 +179,14 @@ def load_yaml(path: str | os.PathLike) -> tuple[Any, list[tuple[int, str]]]:
     """
     label = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise InputError(
+                f"{label}: the config is larger than {MAX_CONFIG_BYTES // 2**20} MiB: give the "
+                "right file (or split it)"
+            )
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{label}: no such config file: check the path") from None
     except IsADirectoryError:
@@ -146,7 +197,13 @@ def load_yaml(path: str | os.PathLike) -> tuple[Any, list[tuple[int, str]]]:
         ) from None
     loader = LineLoader(text)
     try:
-        data = loader.get_single_data()
+        node = loader.get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_CONFIG_NODES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"its aliases expand to more than {MAX_CONFIG_NODES} values",
+                node.start_mark,
+            )  # fmt: skip
+        data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{label}:{mark.line + 1}" if mark is not None else label

@@ -1,10 +1,11 @@
 """The report of a batch: one line per finished job on stderr, a table at the end, and
-``batch_report.json`` (rewritten atomically after every finished job, so an interrupted
-batch leaves a report saying which jobs finished).
+the JSON report (``night.report.json`` beside ``night.yaml`` unless ``--report`` or
+``report:`` says otherwise), rewritten atomically whenever a job starts or finishes.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -14,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from bpvideo.batch.config import BatchConfig, Job
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, WorkError
+from bpvideo.io.headers import read_text
 from bpvideo.io.outputs import write_json
 
-__all__ = ["BatchReport", "Progress", "format_table"]
+__all__ = ["BatchReport", "Progress", "format_table", "read_report"]
 
 
 @dataclass
@@ -101,42 +103,85 @@ def format_table(entries: list[dict[str, Any]]) -> str:
 
 
 class BatchReport:
-    """``batch_report.json``: one entry per job, rewritten atomically as jobs finish."""
+    """The batch report: one entry per job, rewritten atomically whenever a job starts or
+    finishes, so that it is true at every moment (a batch killed at any instant leaves
+    a report of what finished).
+
+    Job statuses: ``pending`` (not started), ``running``, ``ok``, ``failed``,
+    ``skipped`` (complete already, ``--resume``), ``interrupted`` (stopped by a signal
+    while it ran: nothing of it was kept on local workers).
+    """
 
     def __init__(self, config: BatchConfig, path: Path) -> None:
         self.path = path
         self.entries = [_entry(job) for job in config.jobs]
         self.started = time.perf_counter()
+        self._saved = False
         self.state: dict[str, Any] = {
             "config": str(Path(config.path).resolve()),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "pid": os.getpid(),
             "executor": None,
             "scheduler": None,
             "workers": None,
+            "worker_processes": [],
             "seconds": None,
             "counts": {},
             "jobs": self.entries,
         }
 
-    def check(self) -> None:
-        """Refuse a report path that cannot be written, before any job runs."""
-        ancestor = self.path.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if self.path.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
-            raise InputError(
-                f"{self.path}: cannot write the report there: give another --report PATH"
-            )
-
     def save(self) -> None:
-        """Write the report as it stands."""
+        """Write the report as it stands (atomically).
+
+        Raises
+        ------
+        InputError
+            The first write fails (before any job ran): another ``--report`` is needed.
+        WorkError
+            A later write fails (the disk filled up, say).
+        """
         counts: dict[str, int] = {}
         for e in self.entries:
             counts[e["status"]] = counts.get(e["status"], 0) + 1
         self.state["counts"] = counts
         self.state["seconds"] = round(time.perf_counter() - self.started, 3)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(self.path, self.state)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(self.path, self.state)
+        except OSError as exc:
+            why = f"cannot write the report ({exc.strerror or exc})"
+            if not self._saved:
+                raise InputError(f"{self.path}: {why}: give another --report PATH") from None
+            raise WorkError(f"{self.path}: {why}: free some space or fix the folder") from None
+        self._saved = True
+
+    def kept(self, job: Job, earlier: dict[str, Any] | None) -> None:
+        """A job complete already (``--resume``): its earlier entry when the earlier report
+        has one that says ``ok`` (status, seconds, frames... and ``"earlier_run": true``),
+        else ``skipped``."""
+        entry = self.entries[job.index]
+        if earlier is not None and earlier.get("status") == "ok":
+            for key in KEPT_KEYS:
+                if key in earlier:
+                    entry[key] = earlier[key]
+            entry["earlier_run"] = True
+        else:
+            entry["status"] = "skipped"
+
+    def running(self, jobs: list[Job]) -> None:
+        """Jobs a worker took; save."""
+        for job in jobs:
+            self.entries[job.index]["status"] = "running"
+        self.save()
+
+    def interrupted(self, signum: int) -> None:
+        """The batch stopped on a signal: jobs that ran are ``interrupted``; save."""
+        for entry in self.entries:
+            if entry["status"] == "running":
+                entry["status"] = "interrupted"
+                entry["error"] = f"stopped by signal {signum} while it ran"
+        self.state["interrupted_by"] = signum
+        self.save()
 
     def finished(self, job: Job, result: dict[str, Any], progress: Progress) -> None:
         """Record a finished job, say so, save."""
@@ -149,3 +194,25 @@ class BatchReport:
             entry["iterations"] = result["iterations"]
         progress.finished(job, result)
         self.save()
+
+
+#: What an ``ok`` entry of an earlier report keeps on ``--resume``.
+KEPT_KEYS = ("status", "seconds", "cpu_seconds", "frames", "converged", "iterations", "error")
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """An earlier report (for ``--resume``), or ``{}`` when there is none or it is not one.
+
+    Returns
+    -------
+    dict
+        The report, with ``"by_job"``: its entries by ``(input, output)``.
+    """
+    try:
+        state = json.loads(read_text(path, "the report"))
+        by_job = {(e["input"], e["output"]): e for e in state["jobs"] if isinstance(e, dict)}
+    except (OSError, InputError, ValueError, KeyError, TypeError, RecursionError):
+        return {}
+    if not isinstance(state, dict):
+        return {}
+    return {**state, "by_job": by_job}

@@ -2,34 +2,40 @@
 
 The config is loaded and checked by :mod:`bpvideo.batch.config`; this module runs its jobs.
 Both executors go through one code path, :func:`execute`, which needs only a
-``concurrent.futures``-style executor: a :class:`~concurrent.futures.ProcessPoolExecutor`
-(``--workers N``, one BLAS thread per worker), or a Dask cluster's
-``Client.get_executor()`` (``--executor dask``). Every job runs :func:`run_job`, which
-calls :func:`bpvideo.separate_file` and never raises: a failing job is a result with
+``concurrent.futures``-style executor: a :class:`~bpvideo.batch.pool.WorkerPool`
+(``--workers N``, one BLAS thread per worker; workers that die with the batch), or a Dask
+cluster's ``Client.get_executor()`` (``--executor dask``). Every job runs :func:`run_job`,
+which calls :func:`bpvideo.separate_file` and never raises: a failing job is a result with
 ``status: failed`` and the one-line error, and the others go on.
 
-The report (``batch_report.json``, next to the config unless ``--report``/``report:``
-says otherwise) is rewritten atomically after every finished job, so an interrupted
-batch leaves a report saying which jobs finished.
+The report (``night.report.json`` beside ``night.yaml`` unless ``--report``/``report:``
+says otherwise) is rewritten atomically whenever a job starts or finishes, so that it is
+true at every moment; SIGTERM or SIGINT stop the batch within 2 s, with the report saying
+which jobs finished, which were interrupted and which never started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bpvideo.batch.config import BatchConfig, Job, load_config
-from bpvideo.batch.report import BatchReport, Progress, format_table
-from bpvideo.errors import BpvideoError, InputError
+from bpvideo.batch.pool import GRACE, WorkerPool
+from bpvideo.batch.report import BatchReport, Progress, format_table, read_report
+from bpvideo.errors import BpvideoError, InputError, Terminated
+from bpvideo.io.guard import Access, check_jobs
+from bpvideo.io.outputs import signals_deferred
+from bpvideo.settings import REPORT_SUFFIX
 
 __all__ = [
     "BatchOptions",
@@ -41,7 +47,6 @@ __all__ = [
 
 logger = logging.getLogger("bpvideo")
 
-REPORT_NAME = "batch_report.json"
 #: Environment variables that cap the threads of BLAS/OpenMP libraries in a worker.
 THREAD_ENV = (
     "OMP_NUM_THREADS",
@@ -163,24 +168,16 @@ def completed(job: Job) -> bool:
 
 
 @contextmanager
-def local_executor(workers: int, blas_threads: int = 1) -> Iterator[Executor]:
-    """A process pool of ``workers`` processes with ``blas_threads`` BLAS threads each.
-
-    Workers start from a fork server where available (a fresh, single-threaded
-    process), so forking never copies the parent's threads.
-    """
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else None
-    context = multiprocessing.get_context(method)
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(blas_threads,),
-    )
+def local_executor(workers: int, blas_threads: int = 1) -> Iterator[WorkerPool]:
+    """A :class:`~bpvideo.batch.pool.WorkerPool` of ``workers`` processes with
+    ``blas_threads`` BLAS threads each; stopped at once when the block is left by an
+    exception (a signal), shut down otherwise."""
+    pool = WorkerPool(workers, initializer=_init_worker, initargs=(blas_threads,))
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
+        with signals_deferred():  # a second signal waits until the workers are ended
+            pool.stop()
         raise
     pool.shutdown(wait=True)
 
@@ -234,31 +231,56 @@ def dask_executor(scheduler: str | None, workers: int) -> Iterator[Executor]:
             cluster.close()
 
 
+#: Seconds between looks at which jobs a worker has taken (for the report).
+POLL_SECONDS = 0.2
+
+
 def execute(
     jobs: list[Job],
     executor: Executor,
     on_result: Callable[[Job, dict[str, Any]], None],
     *,
     blas_threads: int | None = 1,
+    on_start: Callable[[list[Job]], None] | None = None,
 ) -> None:
     """Submit every job to ``executor``; call ``on_result`` as each one finishes.
 
-    A job whose worker died (killed, out of memory) is reported as failed, like a job
-    that raised; the others go on.
+    ``on_start`` is told of the jobs a worker has taken (within :data:`POLL_SECONDS`; and
+    at once when a signal stops the loop, before the workers are stopped). A job whose
+    worker died (killed, out of memory) is reported as failed, like a job that raised; the
+    others go on.
     """
     futures: dict[Future, Job] = {executor.submit(run_job, job, blas_threads): job for job in jobs}
-    for future in as_completed(futures):
-        job = futures[future]
-        try:
-            result = future.result()
-        except Exception as exc:  # the worker died: BrokenProcessPool, KilledWorker...
-            result = {
-                "status": "failed",
-                "frames": None,
-                "seconds": None,
-                "error": f"worker failed: {type(exc).__name__}: {exc}".strip(),
-            }
-        on_result(job, result)
+    pending, started = set(futures), set()
+
+    def look() -> None:
+        new = [f for f in pending if f not in started and f.running()]
+        if new and on_start is not None:
+            started.update(new)
+            on_start([futures[f] for f in new])
+
+    try:
+        while pending:
+            look()
+            done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for future in done:
+                on_result(futures[future], _result(future))
+    except BaseException:
+        look()  # the jobs that ran when the batch was stopped
+        raise
+
+
+def _result(future: Future) -> dict[str, Any]:
+    """The result of a finished job's future (a failed one if its worker died)."""
+    try:
+        return future.result()
+    except Exception as exc:  # the worker died: WorkerDied, KilledWorker...
+        return {
+            "status": "failed",
+            "frames": None,
+            "seconds": None,
+            "error": f"worker failed: {type(exc).__name__}: {exc}".strip(),
+        }
 
 
 # --------------------------------------------------------------------------------------
@@ -280,12 +302,15 @@ class BatchOptions:
 
 
 def report_path(config: BatchConfig, options: BatchOptions) -> Path:
-    """``--report``, else ``report:`` of the config, else ``batch_report.json`` beside it."""
+    """``--report``, else ``report:`` of the config, else the config's name with
+    :data:`~bpvideo.settings.REPORT_SUFFIX` beside it (``night.yaml``:
+    ``night.report.json``), so that two configs in one folder have two reports."""
     if options.report is not None:
         return Path(options.report)
     if config.report is not None:
         return config.report
-    return config.path.resolve().parent / REPORT_NAME
+    path = config.path.resolve()
+    return path.parent / f"{path.stem}{REPORT_SUFFIX}"
 
 
 def run_batch(
@@ -318,13 +343,14 @@ def run_batch(
     """
     config = load_config(config_path)
     executor_name, scheduler, workers = _executor(config, options)
-    report = BatchReport(config, report_path(config, options))
-    todo: list[Job] = []
-    for job, entry in zip(config.jobs, report.entries, strict=True):
-        if options.resume and completed(job):
-            entry["status"] = "skipped"
-        else:
-            todo.append(job)
+    path = report_path(config, options)
+    check_jobs(
+        ((job.input, job.output, job.make_settings()) for job in config.jobs),
+        reads=[Access(config.path, "the config")],
+        writes=[Access(path, "the report", "--report")],
+    )
+    report = BatchReport(config, path)
+    todo = _todo(config, report, options)
     skipped = len(config.jobs) - len(todo)
     if options.dry_run:
         for job in todo:
@@ -338,19 +364,65 @@ def run_batch(
             import distributed  # noqa: F401
         except ImportError:
             raise InputError(DASK_MISSING) from None
-    report.check()
     report.state.update(executor=executor_name, scheduler=scheduler,
                         workers=workers if executor_name == "local" or scheduler is None
                         else None)  # fmt: skip
+    report.save()  # before any job or line: a report that cannot be written is refused now
     if options.progress:
         if skipped:
-            logger.info("resume: %d of %d job(s) complete already, skipped", skipped,
+            logger.info("resume: %d of %d job(s) complete already", skipped,
                         len(config.jobs))  # fmt: skip
         where = f"Dask ({scheduler or f'local cluster, {workers} workers'})"
         if executor_name == "local":
             where = f"{min(workers, max(len(todo), 1))} local worker process(es)"
         logger.info("running %d job(s) on %s", len(todo), where)
-    report.save()
+    code = _run(todo, report, options, executor_name, scheduler, workers)
+    if options.progress:
+        print(format_table(report.entries), file=sys.stderr, flush=True)
+        logger.info("report: %s", report.path)
+    if code:
+        return code
+    failed = sum(1 for e in report.entries if e["status"] not in ("ok", "skipped"))
+    return 1 if failed else 0
+
+
+def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> list[Job]:
+    """The jobs to run; with ``--resume``, those complete already keep their earlier
+    entry in the report (status, seconds...), and earlier workers still ending are
+    waited for (they were told to stop when their batch died)."""
+    earlier = read_report(report.path) if options.resume else {}
+    _wait_for(earlier.get("worker_processes", []))
+    todo = []
+    for job in config.jobs:
+        if options.resume and completed(job):
+            report.kept(job, earlier.get("by_job", {}).get((job.input, job.output)))
+        else:
+            todo.append(job)
+    return todo
+
+
+def _wait_for(processes: list[Any], timeout: float = 3 * GRACE) -> None:
+    """Wait (a few seconds at most) for processes ``[pid, create_time]`` to end."""
+    import psutil
+
+    alive = []
+    for item in processes if isinstance(processes, list) else []:
+        with contextlib.suppress(psutil.Error, TypeError, ValueError):
+            process = psutil.Process(int(item[0]))
+            if abs(process.create_time() - float(item[1])) < 0.01:
+                alive.append(process)
+    psutil.wait_procs(alive, timeout=timeout)
+
+
+def _run(
+    todo: list[Job],
+    report: BatchReport,
+    options: BatchOptions,
+    executor_name: str,
+    scheduler: str | None,
+    workers: int,
+) -> int:
+    """Run the jobs; 0, or ``128 + signal`` when SIGTERM or SIGINT stopped the batch."""
     progress = Progress(total=len(todo), enabled=options.progress)
     try:
         if todo:
@@ -360,15 +432,39 @@ def run_batch(
                 else dask_executor(scheduler, workers)
             )
             with pool as executor:
-                execute(todo, executor, lambda job, result: report.finished(job, result, progress))
+                report.state["worker_processes"] = _identities(getattr(executor, "pids", []))
+                execute(todo, executor, lambda job, result: report.finished(job, result, progress),
+                        on_start=report.running)  # fmt: skip
+    except (Terminated, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        progress.close()
+        with signals_deferred():
+            report.interrupted(signum)
+        counts = report.state["counts"]
+        done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        print(
+            f"bpvideo: {'interrupted' if signum == signal.SIGINT else 'terminated'} by signal "
+            f"{signum}: {done} (nothing of an interrupted job was kept): the report "
+            f"{report.path} says which; run again with --resume for the rest",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 128 + signum
     finally:
         progress.close()
-        report.save()
-    if options.progress:
-        print(format_table(report.entries), file=sys.stderr, flush=True)
-        logger.info("report: %s", report.path)
-    failed = sum(1 for e in report.entries if e["status"] not in ("ok", "skipped"))
-    return 1 if failed else 0
+    report.save()
+    return 0
+
+
+def _identities(pids: list[int]) -> list[list[float]]:
+    """``[pid, create_time]`` of processes (a later ``--resume`` waits for them)."""
+    import psutil
+
+    found = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            found.append([pid, psutil.Process(pid).create_time()])
+    return found
 
 
 def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | None, int]:

@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
+from bpvideo.io.headers import read_image, read_text
 
 __all__ = [
     "IS_BACKGROUND",
@@ -210,7 +211,7 @@ def _is_cdnet_name(path: Path) -> bool:
 
 def _read_labels(path: Path, kind: str) -> np.ndarray:
     if kind == "binary":
-        image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+        image = read_image(path, cv2.IMREAD_GRAYSCALE)
         if image is None:
             raise InputError(
                 f"ground truth {path} cannot be read as an image; check the file "
@@ -221,7 +222,7 @@ def _read_labels(path: Path, kind: str) -> np.ndarray:
     # IMREAD_UNCHANGED keeps 8-bit gray as is and expands palette PNGs to BGR through the
     # palette, so palette indices become the real label values. A CDnet palette is gray
     # (R = G = B), which is checked rather than assumed.
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    image = read_image(path, cv2.IMREAD_UNCHANGED)
     if image is None:
         raise InputError(
             f"ground truth {path} cannot be read as an image; check the file "
@@ -275,7 +276,7 @@ def read_temporal_roi(path: str | Path) -> tuple[int, int]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text(path, "a temporal ROI file", limit=4096)
     except OSError as exc:
         raise InputError(
             f"temporal ROI {path} cannot be read ({exc.strerror}); pass an existing "
@@ -317,7 +318,7 @@ def load_roi(path: str | Path) -> np.ndarray:
         The file is missing or unreadable.
     """
     path = Path(path)
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED) if path.is_file() else None
+    image = read_image(path, cv2.IMREAD_UNCHANGED) if path.is_file() else None
     if image is None:
         raise InputError(
             f"ROI {path} cannot be read as an image; pass an existing ROI.bmp "

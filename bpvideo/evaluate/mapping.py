@@ -35,6 +35,7 @@ from typing import Any
 
 from bpvideo.errors import InputError
 from bpvideo.evaluate.groundtruth import GroundTruth
+from bpvideo.io.headers import read_text
 
 __all__ = ["MaskSet", "input_is_video", "map_frames", "mask_set"]
 
@@ -204,8 +205,8 @@ def _list_masks(folder: Path) -> dict[int, Path]:
 
 def _read_summary(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_text(path, "a summary.json"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise InputError(
             f"summary {path} is not readable JSON ({exc}); fix or delete it, or pass "
             "frame_numbers explicitly"

@@ -48,9 +48,11 @@ from bpvideo.evaluate.groundtruth import (
 )
 from bpvideo.evaluate.mapping import map_frames, mask_set
 from bpvideo.evaluate.metrics import DEFAULT_EPSILON, confusion_metrics, epsilon_proximity, ssim
+from bpvideo.io.guard import Access, check_access, folder_reads, groundtruth_reads
+from bpvideo.io.headers import read_image
 from bpvideo.io.outputs import atomic_write_bytes
 
-__all__ = ["Evaluation", "evaluate", "format_table"]
+__all__ = ["Evaluation", "check_evaluation", "evaluate", "format_table"]
 
 
 _COUNT_KEYS = ("TP", "FP", "TN", "FN")
@@ -143,8 +145,41 @@ class Evaluation:
         return path
 
 
+def check_evaluation(
+    masks: str | Path,
+    groundtruth: str | Path,
+    roi: str | Path | None,
+    temporal_roi: str | None,
+    csv_path: str | Path | None,
+) -> None:
+    """Refuse a CSV path that is one of the files scoring reads (a ground-truth frame, a
+    mask, the ROI...), before any work.
+
+    Raises
+    ------
+    InputError
+        Naming the CSV, what it would replace, and ``--csv``.
+    """
+    if csv_path is None:
+        return
+    masks = Path(masks)
+    reads = [
+        Access(masks / "summary.json", "the summary"),
+        Access(masks.parent / "summary.json", "the summary"),
+    ]
+    for folder in (masks, masks / "masks"):
+        if folder.is_dir():
+            files = sorted(f for f in folder.iterdir() if f.is_file())
+            reads += folder_reads(folder, files, "the masks")
+    reads += groundtruth_reads(groundtruth)
+    for path, what in ((roi, "the ROI"), (temporal_roi, "the temporal ROI")):
+        if path is not None:
+            reads.append(Access(Path(path), what))
+    check_access(reads, [Access(Path(csv_path), "--csv", "--csv")])
+
+
 def _read_mask(path: Path) -> np.ndarray:
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    image = read_image(path, cv2.IMREAD_UNCHANGED)
     if image is None:
         raise InputError(
             f"mask {path} cannot be read as an image; re-run `bpvideo separate` to rewrite it"

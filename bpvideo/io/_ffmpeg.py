@@ -1,29 +1,54 @@
-"""The ffmpeg child processes of the reader and the writer (the binary of imageio-ffmpeg).
+"""The ffmpeg child processes of the reader and the writer (the binary of imageio-ffmpeg),
+and the probe of a video file.
 
-:func:`decode` runs ffmpeg as a raw-frame decoder with no polling: its stderr is read by
-a thread that signals as soon as the stream header is complete (imageio-ffmpeg's own
-reader polls for it every 10 ms and reads stderr 20 bytes at a time, which costs a
-300-frame clip ~0.1 s), and the header is parsed by imageio-ffmpeg's parser.
+File names are data, never syntax: ffmpeg gets every file as a ``file:`` URL of its
+absolute path (:func:`file_url`), so that a name such as ``concat:other.mkv`` or
+``-i`` is a file name and nothing else, and its inputs may open local files only
+(``-protocol_whitelist``). What a video is (size, rate, frame count) comes from
+libavformat's own fields through OpenCV's FFmpeg backend (:func:`probe`), never from
+ffmpeg's log, which holds the file name and whatever text it contains.
+
+:func:`decode` runs ffmpeg as a raw-frame decoder of the size the probe found (``-s``:
+every frame has that many bytes, whatever the stream does); its stderr is kept only for
+error messages.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["decode", "enlarge_pipe", "executable", "no_sigint"]
+__all__ = ["Probe", "decode", "enlarge_pipe", "executable", "file_url", "no_sigint", "probe"]
 
-#: Seconds to wait for ffmpeg to print the header of its input.
-HEADER_TIMEOUT = 20.0
+# libavformat inside OpenCV (the probe) would print its complaints about a damaged file
+# straight to fd 2; bpvideo says what is wrong itself, in one line. OpenCV reads this once,
+# when its FFmpeg backend is first used.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+
 #: Bytes of the pipes to and from ffmpeg (Linux ``F_SETPIPE_SZ``; 64 KiB by default, less
 #: than one 320x240 BGR frame): deeper pipes mean fewer wake-ups and copies per frame.
 PIPE_BYTES = 1 << 20
+#: Seconds ffmpeg may take to say why it cannot open a file that the probe refused.
+DIAGNOSE_TIMEOUT = 20.0
+
+
+def file_url(path: str | os.PathLike) -> str:
+    """The ``file:`` URL of a path, as ffmpeg is given every file.
+
+    Examples
+    --------
+    >>> file_url("/videos/concat:other.mkv")
+    'file:/videos/concat:other.mkv'
+    """
+    return "file:" + os.path.abspath(os.fspath(path))
 
 
 def enlarge_pipe(pipe: Any) -> None:
@@ -53,70 +78,129 @@ def no_sigint() -> dict[str, Any]:
 
 
 class _Stderr(threading.Thread):
-    """Reads ffmpeg's stderr: the header (up to the output stream) and the last lines."""
+    """Keeps the last lines ffmpeg prints (for error messages only)."""
 
     def __init__(self, stream: Any) -> None:
         super().__init__(name="bpvideo-ffmpeg-log", daemon=True)
         self._stream = stream
-        self.header = ""
         self.lines: collections.deque[str] = collections.deque(maxlen=100)
-        self.header_done = threading.Event()
         self.start()
 
     def run(self) -> None:
-        head: list[str] = []
-        in_output = False
         try:
             for raw in self._stream:
-                line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                self.lines.append(line)
-                if self.header_done.is_set():
-                    continue
-                head.append(line)
-                stripped = line.lstrip()
-                if stripped.startswith("Output "):
-                    in_output = True
-                elif in_output and stripped.startswith("Stream ") and " Video:" in stripped:
-                    self.header = "\n".join(head)  # the output stream: the header is whole
-                    self.header_done.set()
+                self.lines.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
         except (OSError, ValueError):
             pass  # the pipe was closed
-        finally:
-            self.header_done.set()  # EOF: ffmpeg ended (an error, or no video stream)
 
     def text(self) -> str:
         """What ffmpeg printed last."""
         return "\n".join(self.lines)
 
 
-def decode(path: str, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
-    """Start ffmpeg decoding ``path`` into raw frames; return (frames, meta).
+@dataclass(frozen=True)
+class Probe:
+    """What libavformat says about the first video stream of a file.
+
+    Attributes
+    ----------
+    width, height : int
+        Frame size, as decoded (after the rotation the container asks for).
+    fps : float or None
+        Frame rate (None when the container gives none).
+    frame_count : int or None
+        Frames the container announces (its count, or duration x rate; None when unknown).
+    """
+
+    width: int
+    height: int
+    fps: float | None
+    frame_count: int | None
+
+
+def probe(path: str | os.PathLike) -> Probe:
+    """Size, rate and frame count of a video file, from libavformat's fields.
+
+    Read through OpenCV's FFmpeg backend (``cv2.CAP_FFMPEG``: its properties are the
+    stream's and container's fields, not text), restricted to local files, with the file
+    given as a ``file:`` URL.
+
+    Raises
+    ------
+    OSError
+        The file cannot be opened as a video (the message says why, from ffmpeg).
+    """
+    import cv2
+
+    url = file_url(path)
+    previous = os.environ.get("OPENCV_FFMPEG_CAPTURE_OPTIONS")
+    os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = "protocol_whitelist;file"
+    try:
+        capture = cv2.VideoCapture(url, cv2.CAP_FFMPEG)
+        try:
+            opened = capture.isOpened()
+            names = ("FRAME_WIDTH", "FRAME_HEIGHT", "FPS", "FRAME_COUNT")
+            props = [capture.get(getattr(cv2, f"CAP_PROP_{name}")) for name in names]
+        finally:
+            capture.release()
+    finally:
+        if previous is None:
+            os.environ.pop("OPENCV_FFMPEG_CAPTURE_OPTIONS", None)
+        else:
+            os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = previous
+    width, height, fps, count = props
+    if not opened or not (width >= 1 and height >= 1):
+        raise OSError(_why_not(url))
+    return Probe(
+        int(width),
+        int(height),
+        None if fps == 0 else fps,  # NaN or negative: refused by the caller
+        int(count) if math.isfinite(count) and count >= 1 else None,
+    )
+
+
+def _why_not(url: str) -> str:
+    """Why ffmpeg cannot decode ``url``: one line (for the message of a refused file)."""
+    cmd = [executable(), "-hide_banner", "-nostdin", "-loglevel", "error",
+           "-protocol_whitelist", "file", "-i", url, "-map", "0:V:0", "-frames:v", "1",
+           "-f", "null", "-"]  # fmt: skip
+    try:
+        done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=DIAGNOSE_TIMEOUT, check=False, **no_sigint())  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return "ffmpeg could not open it"
+    lines = [line.strip() for line in done.stderr.decode("utf-8", "replace").splitlines()]
+    lines = [line.replace(url + ": ", "").replace(url, "the file") for line in lines if line]
+    if any("matches no streams" in line for line in lines):
+        return "it has no video stream"
+    return lines[-1] if lines else "no video stream could be read"
+
+
+def decode(
+    path: str | os.PathLike, width: int, height: int, pix_fmt: str = "bgr24"
+) -> Iterator[bytes]:
+    """Start ffmpeg decoding ``path`` into raw frames of ``width`` x ``height``.
 
     Parameters
     ----------
-    path : str
-        Anything ffmpeg reads.
+    path : str or path-like
+        A video file (see :func:`probe`).
+    width, height : int
+        Frame size (from :func:`probe`); ffmpeg scales to it should the stream differ.
     pix_fmt : {"bgr24", "gray"}
         Pixel format of the frames.
 
     Returns
     -------
-    frames : generator of bytes
+    generator of bytes
         One frame per item, in decoding order. Closing it (or reading to the end) stops
-        ffmpeg. Raises RuntimeError on a frame cut short.
-    meta : dict
-        imageio-ffmpeg's parse of the header: ``size`` (w, h), ``fps``, ``duration``...
-
-    Raises
-    ------
-    OSError
-        ffmpeg could not open or decode the input (the message holds its last line).
+        ffmpeg. Raises RuntimeError on a frame cut short or a decoding error (the message
+        holds ffmpeg's last line).
     """
-    from imageio_ffmpeg._parsing import parse_ffmpeg_header
-
     cmd = [
-        executable(), "-hide_banner", "-nostdin", "-nostats", "-i", path,
-        "-f", "image2pipe", "-pix_fmt", pix_fmt, "-vcodec", "rawvideo", "-",
+        executable(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
+        "-protocol_whitelist", "file", "-i", file_url(path), "-map", "0:V:0", "-an", "-sn",
+        "-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{width}x{height}", "pipe:1",
     ]  # fmt: skip
     proc = subprocess.Popen(
         cmd,
@@ -127,30 +211,23 @@ def decode(path: str, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
     )
     enlarge_pipe(proc.stdout)
     log = _Stderr(proc.stderr)
-    try:
-        log.header_done.wait(HEADER_TIMEOUT)
-        if not log.header:
-            lines = [line for line in log.lines if line.strip()]
-            raise OSError(lines[-1] if lines else "ffmpeg printed no stream header")
-        meta = parse_ffmpeg_header(log.header)
-    except BaseException:
-        _stop(proc, log)
-        raise
     bpp = 1 if pix_fmt == "gray" else 3
-    return _frames(proc, log, meta["size"][0] * meta["size"][1] * bpp), meta
+    return _frames(proc, log, width * height * bpp)
 
 
 def _frames(proc: subprocess.Popen, log: _Stderr, size: int) -> Iterator[bytes]:
     stdout = proc.stdout
+    count = 0
     try:
         while True:
             buf = stdout.read(size)
             if not buf:
+                if count == 0 and proc.wait() != 0:  # not one frame: say why
+                    raise RuntimeError(log.text() or f"ffmpeg exited with {proc.returncode}")
                 return
             if len(buf) < size:
-                raise RuntimeError(
-                    "End of file reached before full frame could be read.\n" + log.text()
-                )
+                raise RuntimeError(f"a frame was cut short\n{log.text()}")
+            count += 1
             yield buf
     finally:
         _stop(proc, log)

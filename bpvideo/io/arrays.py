@@ -18,8 +18,8 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.io.stream import (
     FrameSource,
+    frame_size,
     scaled_frames,
-    scaled_size,
     select_frames,
     selected_count,
 )
@@ -136,7 +136,7 @@ def open_frames(
                          channels=3 if np.ndim(given) == 3 and np.shape(given)[2] == 3 else 1,
                          total_frames=total)  # fmt: skip
     numbered = _numbered(first, iterator, (h, w))
-    source.width, source.height = scaled_size(w, h, scale)
+    source.width, source.height = frame_size(w, h, scale, name)
     source.frames = scaled_frames(source, select_frames(numbered, start, count, step), scale, False,
                             (start, count, step))  # fmt: skip
     return source

@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.io.headers import read_image
 from bpvideo.io.sources import IMAGE_EXTENSIONS, iter_frames, resize_frame
 from bpvideo.io.video import Video
 
@@ -75,7 +76,7 @@ def load_observation_mask(
 
     n = video.n_frames
     if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS:
-        image = cv2.imread(str(p), cv2.IMREAD_UNCHANGED)
+        image = read_image(p, cv2.IMREAD_UNCHANGED)
         if image is None:
             raise InputError(f"{p}: mask cannot be read as an image: give a PNG or BMP mask")
         column = prepare(image, str(p))

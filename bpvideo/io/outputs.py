@@ -109,7 +109,6 @@ _PROCESS_START = time.time()
 #: Output directories completed (summary.json renamed into place) by this process, so
 #: that a late interruption is not reported as "no output was kept".
 COMMITTED: list[Path] = []
-_STAGING_PID = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -122,7 +121,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_staging(folder: Path) -> list[Path]:
+def remove_stale_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Path]:
     """Remove ``.bpvideo-partial-*`` folders that a killed run left in ``folder``.
 
     A staging folder is stale when it is older than this process and the process that
@@ -141,17 +140,20 @@ def remove_stale_staging(folder: Path) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        if not entry.name.startswith(STAGING_PREFIX) or not entry.is_dir():
+        if not entry.name.startswith(prefix) or not (entry.is_dir() or prefix != STAGING_PREFIX):
             continue
         try:
             if entry.stat().st_mtime >= _PROCESS_START:
                 continue
         except OSError:
             continue
-        match = _STAGING_PID.match(entry.name)
+        match = re.match(re.escape(prefix) + r"(\d+)-", entry.name)
         if match and int(match.group(1)) != os.getpid() and _pid_alive(int(match.group(1))):
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
         if not entry.exists():
             removed.append(entry)
             logger.info("removed %s, left by an interrupted run", entry)
@@ -233,6 +235,7 @@ class OutputDir:
         self.overwrite = overwrite
         self.staging: Path | None = None
         self._created: list[Path] = []
+        self._beside: list[tuple[Path, Path]] = []  # (staged, final) outside OUTDIR
 
     def check(self) -> None:
         """Refuse unusable output directories before any work starts.
@@ -316,14 +319,38 @@ class OutputDir:
             raise RuntimeError("OutputDir.stage() outside its with-block")
         return self.staging / name
 
+    def stage_beside(self, final: str | os.PathLike) -> Path:
+        """A staging file for an output outside OUTDIR (``--masks-to FILE``), in the same
+        folder as ``final`` (hidden, named after this process); :meth:`commit` renames it
+        into place, a failure removes it."""
+        final = Path(final)
+        prefix = f".{final.name}{STAGING_PREFIX}"
+        remove_stale_staging(final.parent, prefix)
+        fd, staged = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", dir=final.parent)
+        os.close(fd)
+        os.chmod(staged, _FILE_MODE)
+        self._beside.append((Path(staged), final))
+        return Path(staged)
+
     def commit(self) -> None:
-        """Move staged outputs into place; ``summary.json`` last."""
+        """Move staged outputs into place; ``summary.json`` last.
+
+        Outputs of an earlier result that this one does not have (``background.mkv`` of a
+        lossless run, ``preview.png``...) are removed with the staging folder: a result is
+        never mixed with the files of another.
+        """
         assert self.staging is not None
         final_summary = self.path / SUMMARY
         if final_summary.exists():
             final_summary.unlink()  # the old result stops being 'complete' first
         names = sorted(os.listdir(self.staging), key=lambda s: s == SUMMARY)
+        stale = [n for n in OUTPUT_NAMES if n not in names and os.path.lexists(self.path / n)]
         with signals_deferred():
+            for name in stale:
+                os.replace(self.path / name, self.staging / f".old-{name}")
+            for staged, final in self._beside:
+                os.replace(staged, final)
+            self._beside = []
             for name in names:
                 src, dst = self.staging / name, self.path / name
                 if src.is_dir() and dst.exists():
@@ -336,6 +363,9 @@ class OutputDir:
 
     def discard(self) -> None:
         """Remove the staging folder, and OUTDIR when this run created it and it is empty."""
+        for staged, _ in self._beside:
+            staged.unlink(missing_ok=True)
+        self._beside = []
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging = None

@@ -8,6 +8,7 @@ child into y4m. Frames come out as uint8 BGR, numbered from 0 in stream order.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -17,8 +18,10 @@ from typing import BinaryIO
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError
+from bpvideo.errors import InputError, WorkError, literal, shown
 from bpvideo.io import _ffmpeg
+from bpvideo.io.headers import check_frame_size, check_rate, read_line
+from bpvideo.settings import MAX_HEADER_LINE
 
 __all__ = ["DEFAULT_PIPE_FPS", "Y4MHeader", "open_pipe", "parse_y4m_header"]
 
@@ -74,11 +77,11 @@ def open_pipe(
     if not head:
         raise InputError(f"{name}: is empty: pipe frames into bpvideo separate -")
     if head == Y4M_MAGIC:
-        header = parse_y4m_header(head + stream.readline(), name)
+        header = parse_y4m_header(head + read_line(stream, name, "the y4m header"), name)
         raw = _iter_y4m(stream, header, name)
     else:
         header, raw = _ffmpeg_y4m(stream, head, name)
-    rate = fps if fps is not None else header.fps / step
+    rate = fps if fps is not None else (check_rate(header.fps, name, fps) or 25.0) / step
     return raw, header.width, header.height, rate
 
 
@@ -149,14 +152,17 @@ def parse_y4m_header(line: bytes, name: str = "-") -> Y4MHeader:
     try:
         width, height = int(fields["W"]), int(fields["H"])
     except (KeyError, ValueError):
-        raise InputError(f"{name}: y4m header lacks W/H: {line[:80]!r}") from None
+        raise InputError(
+            f"{literal(name)}: y4m header lacks W/H: {literal(shown(line))}: check the stream"
+        ) from None
+    check_frame_size(width, height, name, "y4m frames")
     fps = 25.0
     if "F" in fields:
         num, _, den = fields["F"].partition(":")
         try:
             fps = float(num) / float(den or 1)
-        except (ValueError, ZeroDivisionError):
-            fps = 25.0
+        except (ValueError, ZeroDivisionError, OverflowError):
+            fps = math.nan  # refused below, unless --fps replaces it
     colorspace = fields.get("C", "420jpeg")
     base = "mono" if colorspace.startswith("mono") else colorspace[:3]
     if base not in ("420", "444", "422", "mono") or colorspace.endswith(("p10", "p12", "p16")):
@@ -165,7 +171,7 @@ def parse_y4m_header(line: bytes, name: str = "-") -> Y4MHeader:
             "mono are): convert with ffmpeg -pix_fmt yuv420p"
         )
     full = any(t.upper() == "XCOLORRANGE=FULL" for t in tokens)
-    return Y4MHeader(width, height, fps or 25.0, base, full)
+    return Y4MHeader(width, height, fps, base, full)
 
 
 def _yuv_to_bgr(y: np.ndarray, u: np.ndarray, v: np.ndarray, full: bool) -> np.ndarray:
@@ -195,7 +201,7 @@ def _iter_y4m(stream, header: Y4MHeader, name: str) -> Iterator[tuple[int, np.nd
     size = w * h + 2 * cw * ch
     index = 0
     while True:
-        line = stream.readline()
+        line = read_line(stream, name, f"the FRAME line of y4m frame {index}")
         if not line:
             return
         if not line.startswith(b"FRAME"):
@@ -231,6 +237,8 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
         "-hide_banner",
         "-loglevel",
         "error",
+        "-protocol_whitelist",
+        "pipe",
         "-i",
         "pipe:0",
         "-f",
@@ -263,7 +271,7 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
-    line = proc.stdout.readline()
+    line = proc.stdout.readline(MAX_HEADER_LINE)
     if not line.startswith(Y4M_MAGIC):
         err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
         proc.kill()

@@ -8,11 +8,14 @@ own threads, masks into the staging folder (and ``--masks-to``), background fram
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bpvideo.errors import InputError, literal
 from bpvideo.io.outputs import SUMMARY, OutputDir, atomic_write_bytes
 from bpvideo.io.writers import MaskWriter, RawMaskSink, VideoStream, encode_png
 from bpvideo.preview import contact_sheet, preview_frames
@@ -109,6 +112,26 @@ class PreviewFrames:
         return contact_sheet(frames, background, foreground, masks, rows=len(masks))
 
 
+def _raw_masks(outdir: OutputDir, target: str) -> RawMaskSink:
+    """``--masks-to``: stdout or a stream (a pipe, a device) as it is, a file staged
+    beside its place and renamed there with the rest (nothing half-written is left)."""
+    try:
+        stream = target == "-" or not stat.S_ISREG(os.stat(target).st_mode)
+    except OSError:
+        stream = False  # a new file
+    if stream:
+        return RawMaskSink(target)
+    try:
+        staged = outdir.stage_beside(target)
+    except OSError as exc:
+        raise InputError(
+            f"{literal(target)}: cannot write the raw masks ({literal(exc.strerror)}): choose "
+            "another {masks_to}",
+            option=("masks_to", target),
+        ) from None
+    return RawMaskSink(str(staged))
+
+
 class OutputSinks:
     """The files of one result, written as the windows come (see the module docstring).
 
@@ -141,7 +164,7 @@ class OutputSinks:
                                      lossless=lossless)  # fmt: skip
         self.fg_stream = VideoStream(outdir.stage(names["foreground_video"]), source.fps,
                                      lossless=lossless)  # fmt: skip
-        self.raw = RawMaskSink(settings.masks_to) if settings.masks_to else None
+        self.raw = _raw_masks(outdir, settings.masks_to) if settings.masks_to else None
         self.mask_files = MaskWriter(outdir.stage("masks"))
         self.still = Still()
         self.shown = PreviewFrames(source.frame_count) if settings.preview else None

@@ -6,10 +6,12 @@ Sources
   binary that ships with ``imageio-ffmpeg``, in a separate process. OpenCV's own AVI
   demuxer was seen to corrupt the heap and kill the process on a raw-video AVI
   (``malloc_consolidate(): invalid chunk size``, OpenCV 4.14 and 5.0); a decoder crash in
-  a child process is an error message instead.
+  a child process is an error message instead. Their size, rate and frame count come
+  from libavformat's fields (:func:`bpvideo.io._ffmpeg.probe`), never from ffmpeg's log.
 - Image folders: sorted frames (``in000001.jpg`` ...), the changedetection.net layout (a
   folder with ``input/``), or Wallflower's (``b00000.bmp`` beside other files: the largest
-  group of files sharing a name prefix is taken).
+  group of files sharing a name prefix is taken). Each file's size is read from its
+  header and checked before its pixels are decoded.
 - stdin (``"-"``): raw frames, y4m or a container (:mod:`bpvideo.io.pipes`).
 - Arrays and iterables of frames (:func:`bpvideo.io.arrays.open_frames`), for the library.
 
@@ -34,15 +36,16 @@ from typing import BinaryIO
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, literal
 from bpvideo.io import _ffmpeg
+from bpvideo.io.headers import check_rate, image_size
 from bpvideo.io.pipes import open_pipe
 from bpvideo.io.stream import (
     FrameSource,
     TruncatedVideoError,
+    frame_size,
     resize_frame,
     scaled_frames,
-    scaled_size,
     select_frames,
     selected_count,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "FrameSource",
     "TruncatedVideoError",
     "VideoProbe",
+    "check_input_name",
     "iter_frames",
     "list_image_files",
     "open_source",
@@ -165,15 +169,40 @@ def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
     return list(range(len(files))), "index"
 
 
-def _ffmpeg_reader(path: Path, pix_fmt: str = "bgr24") -> tuple[Iterator[bytes], dict]:
+def _video_info(path: Path) -> VideoProbe:
+    """The :class:`VideoProbe` of a video file (libavformat's fields, see
+    :func:`bpvideo.io._ffmpeg.probe`)."""
     try:
-        return _ffmpeg.decode(str(path), pix_fmt)
-    except (OSError, RuntimeError, KeyError, ValueError) as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        found = _ffmpeg.probe(path)
+    except OSError as exc:
         raise InputError(
-            f"{path}: cannot be decoded as a video ({detail}): check the file, or re-encode "
-            "it with ffmpeg -i IN -c:v libx264 OUT.mp4"
+            f"{path}: cannot be decoded as a video ({exc}): check the file, or re-encode it "
+            "with ffmpeg -i IN -c:v libx264 OUT.mp4"
         ) from None
+    fps = DEFAULT_FOLDER_FPS if found.fps is None else found.fps
+    return VideoProbe("video", found.width, found.height, fps, found.frame_count)
+
+
+def _read_frame(file: Path, width: int, height: int) -> np.ndarray:
+    """One frame file of a folder, decoded once its header says it has the folder's size."""
+    size = image_size(file)
+    if size is None:
+        raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+    if sorted(size) != sorted((width, height)):  # (the EXIF orientation may turn it)
+        raise _other_size(file, *size, width, height)
+    image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+    if image is None:
+        raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+    if image.shape[:2] != (height, width):
+        raise _other_size(file, image.shape[1], image.shape[0], width, height)
+    return image
+
+
+def _other_size(file: Path, w: int, h: int, width: int, height: int) -> InputError:
+    return InputError(
+        f"{file}: frame is {w}x{h} but the first frame is {width}x{height}: all frames of a "
+        "folder must have one size"
+    )
 
 
 def probe(path: str | os.PathLike) -> VideoProbe:
@@ -194,8 +223,13 @@ def probe(path: str | os.PathLike) -> VideoProbe:
         If the path is missing, empty, or not a video or image folder.
     """
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file or folder: check the path")
+    try:
+        p.stat()
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file or folder: check the path") from None
+    except (OSError, ValueError) as exc:  # a name too long, a loop of links, a NUL...
+        why = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(f"{p}: cannot be opened ({why}): check the path") from None
     if p.is_dir():
         files = list_image_files(p)
         if not files:
@@ -203,9 +237,10 @@ def probe(path: str | os.PathLike) -> VideoProbe:
                 f"{p}: folder holds no image frames ({', '.join(sorted(IMAGE_EXTENSIONS))}): "
                 "give a video file or a folder of frames"
             )
-        first = cv2.imread(str(files[0]), cv2.IMREAD_COLOR)
-        if first is None:
+        size = image_size(files[0])
+        if size is None:
             raise InputError(f"{files[0]}: cannot be read as an image: remove or replace it")
+        first = _read_frame(files[0], *frame_size(*size, 1.0, str(files[0])))
         h, w = first.shape[:2]
         numbers, numbering = _file_numbers(files)
         return VideoProbe("folder", w, h, DEFAULT_FOLDER_FPS, len(files), files, numbers, numbering)
@@ -216,18 +251,7 @@ def probe(path: str | os.PathLike) -> VideoProbe:
             f"{p}: is a single image, but separation needs many frames: give a video or a "
             "folder of frames"
         )
-    gen, meta = _ffmpeg_reader(p)
-    gen.close()
-    return _video_probe(meta)
-
-
-def _video_probe(meta: dict) -> VideoProbe:
-    """The :class:`VideoProbe` of a video from ffmpeg's header (parsed)."""
-    w, h = meta["size"]
-    fps = float(meta.get("fps") or DEFAULT_FOLDER_FPS)
-    duration = meta.get("duration")
-    count = round(duration * fps) if duration and fps else None
-    return VideoProbe("video", int(w), int(h), fps, count)
+    return _video_info(p)
 
 
 def iter_frames(
@@ -237,7 +261,7 @@ def iter_frames(
     frames: int | None = None,
     step: int = 1,
     info: VideoProbe | None = None,
-    decoder: tuple[Iterator[bytes], dict] | None = None,
+    decoder: Iterator[bytes] | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
 
@@ -249,9 +273,9 @@ def iter_frames(
         Frame selection: frames ``start, start + step, ...``, at most ``frames`` of them.
     info : VideoProbe, optional
         A probe of ``path`` already made.
-    decoder : (frames, meta), optional
-        An ffmpeg decoding ``path`` from its first frame, already started (the one
-        :func:`open_source` probed with); closed with this iterator.
+    decoder : iterator of bytes, optional
+        An ffmpeg decoding ``path`` from its first frame, already started
+        (:func:`bpvideo.io._ffmpeg.decode`); closed with this iterator.
 
     Yields
     ------
@@ -276,24 +300,18 @@ def iter_frames(
         if frames is not None:
             selected = selected[:frames]
         for file in selected:
-            image = cv2.imread(str(file), cv2.IMREAD_COLOR)
-            if image is None:
-                raise InputError(f"{file}: cannot be read as an image: remove or replace it")
-            if image.shape[:2] != (info.height, info.width):
-                raise InputError(
-                    f"{file}: frame is {image.shape[1]}x{image.shape[0]} but the first frame is "
-                    f"{info.width}x{info.height}: all frames of a folder must have one size"
-                )
-            yield numbers[file], image
+            yield numbers[file], _read_frame(file, info.width, info.height)
         return
-    gen, meta = decoder if decoder is not None else _ffmpeg_reader(p)
-    w, h = meta["size"]
+    w, h = info.width, info.height
+    gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h)
     index = -1
     try:
         while frames is None or count < frames:
             try:
                 buf = next(gen)
             except StopIteration:
+                if index < 0:
+                    raise _undecodable(p, "no frame could be decoded") from None
                 expected = info.frame_count
                 if expected is not None and expected - (index + 1) > short_read_tolerance(expected):
                     raise TruncatedVideoError(
@@ -306,7 +324,10 @@ def iter_frames(
                     ) from None
                 break
             except RuntimeError as exc:
-                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+                detail = detail.replace(_ffmpeg.file_url(p), "the file")
+                if index < 0:
+                    raise _undecodable(p, detail) from None
                 raise TruncatedVideoError(
                     f"{p}: decoding failed at frame {index + 1} after {index + 1} frame(s) were "
                     f"decoded ({detail}): the file is damaged; re-encode it, use {{frames}} to "
@@ -323,6 +344,19 @@ def iter_frames(
             yield index, frame
     finally:
         gen.close()
+
+
+def check_input_name(path: str | os.PathLike) -> None:
+    """Refuse an empty INPUT (``Path("")`` is the current folder, which was not asked for)."""
+    if not str(path).strip():
+        raise InputError("INPUT is an empty name: give a video file, a folder of frames or -")
+
+
+def _undecodable(path: Path, detail: str) -> InputError:
+    return InputError(
+        f"{literal(path)}: cannot be decoded as a video ({literal(detail)}): check the file, or "
+        "re-encode it with ffmpeg -i IN -c:v libx264 OUT.mp4"
+    )
 
 
 def open_source(
@@ -380,23 +414,20 @@ def open_source(
         source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
         selected = select_frames(raw, start, frames, step)
     else:
-        p = Path(path)
-        decoder = None
-        if p.is_file() and p.stat().st_size > 0 and p.suffix.lower() not in IMAGE_EXTENSIONS:
-            decoder = _ffmpeg_reader(p)  # one ffmpeg probes and decodes
-            info = _video_probe(decoder[1])
-        else:
-            info = probe(path)  # a folder, or an input refused with a clear message
+        check_input_name(path)
+        info = probe(path)
         w, h = info.width, info.height
-        rate = fps if fps is not None else info.fps / step
+        frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
+        rate = fps if fps is not None else (check_rate(info.fps, str(path), fps) or 25.0) / step
         count = selected_count(info.frame_count, start, frames, step)
         source = FrameSource(str(path), w, h, float(rate), count, (w, h), iter(()),
                              numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
+        decoder = _ffmpeg.decode(path, w, h) if info.kind == "video" else None
         selected = iter_frames(
             path, start=start, frames=frames, step=step, info=info, decoder=decoder
         )
         if decoder is not None:  # closed by close() even when no frame is read
-            source._decoder = decoder[0]
-    source.width, source.height = scaled_size(w, h, scale)
+            source._decoder = decoder
+    source.width, source.height = frame_size(w, h, scale, source.name)
     source.frames = scaled_frames(source, selected, scale, allow_partial, (start, frames, step))
     return source

@@ -15,11 +15,12 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError
+from bpvideo.errors import InputError, WorkError, literal
 
 __all__ = [
     "FrameSource",
     "TruncatedVideoError",
+    "frame_size",
     "resize_frame",
     "scaled_frames",
     "scaled_size",
@@ -137,6 +138,35 @@ def scaled_size(w: int, h: int, scale: float) -> tuple[int, int]:
     if scale == 1.0:
         return w, h
     return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+def frame_size(w: int, h: int, scale: float, name: str) -> tuple[int, int]:
+    """The size of ``name``'s frames after ``scale``, checked against the bounds.
+
+    Raises
+    ------
+    InputError
+        Frames of ``w`` x ``h`` outside the bounds, or that ``scale`` makes smaller than
+        :data:`~bpvideo.settings.MIN_SIDE` pixels a side (no scene left to separate) or
+        larger than the bounds.
+    """
+    from bpvideo.io.headers import check_frame_size
+    from bpvideo.settings import MIN_SIDE
+
+    check_frame_size(w, h, name)
+    sw, sh = scaled_size(w, h, scale)
+    if min(sw, sh) < MIN_SIDE:
+        least = MIN_SIDE / min(w, h)
+        raise InputError(
+            f"{literal(name)}: {{scale=}} makes frames of {sw}x{sh} pixels out of {w}x{h}: "
+            f"raise {{scale}} to {least:.3g} or more ({MIN_SIDE} pixels a side at least)"
+            if least <= 1
+            else f"{literal(name)}: frames of {w}x{h} pixels are too small: give frames of "
+            f"{MIN_SIDE}x{MIN_SIDE} pixels or more",
+            option=("scale", scale),
+        )
+    check_frame_size(sw, sh, name, f"frames scaled by {scale:g}")
+    return sw, sh
 
 
 def select_frames(

@@ -260,7 +260,7 @@ class VideoStream:
             "-hide_banner", "-loglevel", "error", "-y",
             "-f", "rawvideo", "-pix_fmt", "bgr24" if colour else "gray",
             "-s", f"{w + pad_w}x{h + pad_h}", "-r", str(fps), "-i", "-",
-            "-an", "-c:v", codec, "-pix_fmt", pix_out, *params, str(self.path),
+            "-an", "-c:v", codec, "-pix_fmt", pix_out, *params, _ffmpeg.file_url(self.path),
         ]  # fmt: skip
 
     def _open(self, frame: np.ndarray) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.io.arrays import open_frames
+from bpvideo.io.headers import image_size, read_image
 from bpvideo.io.sinks import Still
 from bpvideo.io.sources import FrameSource, open_source
 from bpvideo.settings import SeparateSettings, parse_span
@@ -89,16 +90,21 @@ def image_scene(
             "input, or {background_from='auto'}",
             option=("background_from", str(path)),
         )
-    image = cv2.imread(str(p), cv2.IMREAD_COLOR)
-    if image is None:
+    # The size from the header first: a picture of another size is never decoded (the
+    # EXIF orientation may turn it, hence sorted).
+    size = image_size(p)
+    fits = size is not None and sorted(size) in (sorted(native_size), sorted((width, height)))
+    image = read_image(p, cv2.IMREAD_COLOR) if fits else None
+    if size is None or (fits and image is None):
         raise InputError(
             f"{p}: cannot be read as an image: give a PNG or JPEG of the empty scene",
             option=("background_from", str(path)),
         )
-    size = (image.shape[1], image.shape[0])
-    if size == tuple(native_size) and size != (width, height):
+    if image is not None:
+        size = (image.shape[1], image.shape[0])
+    if image is not None and size == tuple(native_size) and size != (width, height):
         image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
-    elif size != (width, height):
+    elif image is None or size != (width, height):
         raise InputError(
             f"{p}: the empty scene is {size[0]}x{size[1]} but the frames are "
             f"{native_size[0]}x{native_size[1]}: give a picture of the camera's frame size",

@@ -30,6 +30,7 @@ car; a person who sits down for less than that stays foreground.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import cv2
@@ -49,10 +50,13 @@ __all__ = [
     "auto_sparsity",
     "changed_objects",
     "consistent_entries",
+    "fit_light",
+    "light_base",
     "motion_score",
     "observe_background",
     "reference_image",
     "still_entries",
+    "still_light",
 ]
 
 #: Fraction of each pixel's frames taken as its still ones (at least :data:`MIN_STILL`).
@@ -73,6 +77,8 @@ CONSISTENT_K = AGREE_K
 #: Side of the box over which the light's local gain is averaged, as a fraction of the
 #: smaller frame side (:func:`changed_objects`).
 LIGHT_BOX = 0.25
+#: Whether the still frames are brought to one light before their median is taken.
+ONE_LIGHT = True
 #: Robust re-weighting passes of the per-frame gain and offset fit.
 _FIT_PASSES = 3
 
@@ -227,6 +233,89 @@ def fit_light(
     return gain, offset, noise
 
 
+def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.ndarray:
+    """Each frame's light against ``base``: one gain, fitted on its still entries only.
+
+    Still entries are background whatever covers the rest of the frame, so a person who
+    walks up to the camera cannot pass for a change of light. The gain is fitted through
+    the origin (light multiplies; a free offset as well made the pair ill-determined
+    where a frame's still entries span few grey levels: gains of 0.86 with offsets of +25
+    on steady frames of cdnet_office), from the median ratio over the still entries, then
+    by least squares over those within 2.5 noise levels of it (``base`` may be foreground
+    where someone sat for most of the window); a frame with fewer than :data:`_MIN_FIT`
+    still entries keeps gain 1.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+    base : (m,) ndarray
+        :func:`light_base`.
+    still : (m, n) bool ndarray
+
+    Returns
+    -------
+    (n,) float32 ndarray
+    """
+    A = np.asarray(data, dtype=np.float32)
+    b = np.asarray(base, dtype=np.float32)
+    weights = still.astype(np.float32)
+    # Started from the median ratio (half the still entries may disagree with ``base``),
+    # then refined by least squares over the entries that agree.
+    usable = still & (b[:, None] > 8.0)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a frame with no usable entry
+        ratio = np.nanmedian(np.where(usable, A / np.maximum(b, 1.0)[:, None], np.nan), axis=0)
+    enough = usable.sum(0) >= _MIN_FIT
+    gain = np.where(enough & np.isfinite(ratio), ratio, 1.0).astype(np.float32)
+    resid = A - b[:, None] * gain
+    picked = resid[still]
+    if picked.size == 0:
+        return gain
+    noise = max(0.5, 1.4826 * float(np.median(np.abs(picked - np.median(picked)))))
+    for _ in range(_FIT_PASSES):
+        np.multiply(still, np.abs(resid) < 2.5 * noise, out=weights)
+        gain = _weighted_gain(A, b, weights, gain)
+        np.subtract(A, b[:, None] * gain, out=resid)
+    return gain
+
+
+def _weighted_gain(A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    """Per column, the weighted least-squares ``a = g b``; columns with too few weights
+    keep their ``gain``."""
+    sw, sbb, sab = w.sum(0), w.T @ (b * b), (w * A).T @ b
+    ok = (sw >= _MIN_FIT) & (sbb > 1e-6)
+    return np.where(ok, sab / np.where(ok, sbb, 1.0), gain).astype(np.float32)
+
+
+#: Frames (evenly spread) whose per-pixel median is the light's reference.
+LIGHT_BASE_FRAMES = 64
+
+
+def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-pixel median over :data:`LIGHT_BASE_FRAMES` frames spread over the window.
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns.
+    mask : (m, n) bool ndarray, optional
+        Observed entries (the median is over those; a pixel never observed gives 0).
+
+    Returns
+    -------
+    (m,) float32 ndarray
+    """
+    n = data.shape[1]
+    cols = np.unique(np.linspace(0, n - 1, min(n, LIGHT_BASE_FRAMES)).round().astype(int))
+    picked = np.asarray(data[:, cols], dtype=np.float32)
+    if mask is None:
+        return np.median(picked, axis=1).astype(np.float32)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a pixel never observed
+        base = np.nanmedian(np.where(mask[:, cols], picked, np.nan), axis=1)
+    return np.nan_to_num(base).astype(np.float32)
+
+
 #: Fewest entries a frame's light is fitted on.
 _MIN_FIT = 10
 
@@ -260,11 +349,16 @@ class Reference:
     noise : float or None
         Noise level of the frames about ``image`` (None for a given empty scene, until a
         window has measured it).
+    columns : (m, k) float32 ndarray or None
+        The solved background of the window's last frames at the solve scale: the next
+        window solves them with its own frames, observed everywhere, so that the two
+        backgrounds meet without a jump.
     """
 
     image: np.ndarray
     age: np.ndarray
     noise: float | None = None
+    columns: np.ndarray | None = None
 
     @classmethod
     def given(cls, image: np.ndarray) -> Reference:
@@ -328,11 +422,17 @@ def observe_background(
     still = still_entries(score)
     if mask is not None:
         still &= mask
-    own = reference_image(data, still)
-    # Still frames differ from pixel to pixel: under changing light, their median mixes
-    # gains. Taken again on frames brought to one light, it is one image.
-    gain, offset, noise = fit_light(data, own, still=still)
-    own = reference_image((np.asarray(data, np.float32) - offset) / np.maximum(gain, 1e-3), still)
+    # Still frames differ from pixel to pixel: under changing light, their median would
+    # mix gains. It is taken on frames brought to one light, fitted to the median frame
+    # (every pixel sees the same sequence of lights, so that median is one light).
+    if ONE_LIGHT:
+        gain = still_light(data, light_base(data, mask), still)
+        flat = np.asarray(data, np.float32) / np.maximum(gain, 1e-3)
+        own = reference_image(flat, still)
+        del flat
+    else:
+        own = reference_image(data, still)
+    noise = fit_light(data, own, still=still)[2]
     kept = np.zeros(own.shape, dtype=bool)
     age = np.zeros(own.shape, dtype=np.int32)
     if previous is not None:

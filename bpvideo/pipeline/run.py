@@ -43,6 +43,7 @@ from bpvideo.pipeline.windows import (
     check_window,
     chunk_windows,
     plan_window,
+    planned_memory,
     spools,
 )
 from bpvideo.settings import SeparateSettings, format_span
@@ -78,6 +79,9 @@ class Plan:
         With ``window="auto"``: a stream that ends within this many frames is solved whole.
     solve_scale : float
         The factor the solve runs at (``"auto"`` resolved).
+    memory : int or None
+        Bytes the process will hold at most: what it held when the run was planned, plus
+        :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
     spooled : bool
         Whether the full-resolution frames of a window wait on disk (:func:`spools`), not
         in memory.
@@ -87,6 +91,7 @@ class Plan:
     overlap: int
     whole_max: int
     solve_scale: float
+    memory: int | None = None
     spooled: bool = False
 
 
@@ -102,8 +107,14 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
         settings, source.width, source.height, source.frame_count, name=source.name
     )
     scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
+    import psutil
+
+    memory = planned_memory(settings, source.width, source.height, source.frame_count, window,
+                            whole_max)  # fmt: skip
+    if memory is not None:
+        memory += psutil.Process().memory_info().rss
     overlap = settings.overlap if window is not None else 0
-    return Plan(window, overlap, whole_max, scale, spools(settings, scale))
+    return Plan(window, overlap, whole_max, scale, memory, spools(settings, scale))
 
 
 def iter_windows(
@@ -379,8 +390,9 @@ def _log_read(
 ) -> None:
     n = video.n_frames
     windowed = plan.window is not None and n == plan.window  # else read-ahead found it all
+    memory = "" if plan.memory is None else f"; memory {plan.memory / 2**20:.0f} MiB at most"
     logger.info(
-        "read %d frames of %dx%d from %s (%.2fs)%s",
+        "read %d frames of %dx%d from %s (%.2fs)%s%s",
         n,
         video.width,
         video.height,
@@ -389,6 +401,7 @@ def _log_read(
         f"; solving in windows of {plan.window} frames, overlap {settings.overlap}"
         if windowed
         else "",
+        memory,
     )
 
 

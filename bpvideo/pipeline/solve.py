@@ -229,6 +229,11 @@ def _at_solve_scale(
     return small, size, small_shape
 
 
+#: Background columns of a window's last frames solved again with the next window's
+#: frames (observed everywhere), so that windows meet without a jump.
+JOIN_FRAMES = 20
+
+
 def _solve_observed(
     video: Video,
     small: Video,
@@ -254,16 +259,21 @@ def _solve_observed(
     # no frame of the window shows agreeing with it (a person there all along, a fine
     # texture the illumination fit misses) gets the reference, not nothing.
     n = data.shape[1]
+    known = [handed_on.image[:, None]]
+    if reference is not None and reference.columns is not None:
+        known.append(reference.columns)
+    extra = sum(k.shape[1] for k in known)
     masked = Video(
-        data=np.hstack([data, handed_on.image[:, None]]),
+        data=np.hstack([data, *known]).astype(np.float32, copy=False),
         frames=small.frames,
         frame_shape=small.frame_shape,
         fps=small.fps,
         source=small.source,
-        mask=np.hstack([observed, np.ones((len(observed), 1), dtype=bool)]),
+        mask=np.hstack([observed, np.ones((len(observed), extra), dtype=bool)]),
     )
     result = solve(masked, settings, callback=callback, sparsity=alpha)
     del masked
+    handed_on.columns = np.ascontiguousarray(result.L[:, max(0, n - JOIN_FRAMES) : n])
     full_shape = tuple(video.frame_shape)
     if scale >= 1.0:
         U, V = result.factors if result.factors is not None else (None, None)

@@ -31,6 +31,7 @@ __all__ = [
     "estimate_memory",
     "frame_bytes",
     "plan_window",
+    "planned_memory",
     "spools",
     "uses_reference",
     "warm_start",
@@ -44,6 +45,15 @@ LIVE_MATRICES = 18
 #: Bytes per pixel of a frame held at full resolution: the BGR frame, its grey plane and
 #: its column of the data matrix (uint8).
 FRAME_PIXEL_BYTES = 5
+#: Bytes per pixel of the frame size, however many frames a window holds: the encoders'
+#: own frames (x264's look-ahead and references, in the ffmpeg children), the full-size
+#: maps of the masks, and one block of finished frames (32: masks, foreground and
+#: background on their way to the encoders). Measured (peak RSS of bpvideo and its ffmpeg
+#: children less the 148 MiB of a tiny run, default options): 2048x1024 H.264 clips of
+#: 4, 12 and 32 frames, 463, 764 and 1583 MiB (about 150 bytes a pixel, and 19 a pixel
+#: and frame while the block fills, 10 of them beyond :func:`frame_bytes`); 4 frames of
+#: 1024x512, 192 MiB (at most 400 a pixel with the process's own share).
+SIZE_PIXEL_BYTES = 800
 #: ``--window auto``: clips of at most this many frames are solved whole. Long windows
 #: give the reference background more frames to find each pixel's still ones in.
 AUTO_WHOLE_MAX = 1000
@@ -129,6 +139,46 @@ def estimate_memory(
     return per_frame * frames
 
 
+#: Bytes a run holds besides its windows: the encoders' frame queues (2 x 16 MiB), pipes,
+#: the frames kept for background.png and the preview, and the ffmpeg children themselves
+#: (a decoder and two encoders, about 25 MiB each before any frame), and the modules a run
+#: loads after its plan (about 110 MiB more with ``--color``: 258 MiB at peak for 64x48).
+OVERHEAD_BYTES = 256 << 20
+
+
+def planned_memory(
+    settings: SeparateSettings,
+    width: int,
+    height: int,
+    frame_count: int | None,
+    window: int | None,
+    whole_max: int,
+) -> int | None:
+    """Bytes a run plans to hold at most: the frames of its largest window (with the
+    carried columns, or a short clip read whole) at :func:`frame_bytes` each, plus
+    :data:`SIZE_PIXEL_BYTES` per pixel and :data:`OVERHEAD_BYTES`; None when it cannot be
+    known (a whole stream of unknown length)."""
+    masked = settings.mask is not None or settings.observe is not None
+    scale = effective_solve_scale(settings.solve_scale, width, height)
+    per_frame = frame_bytes(
+        width,
+        height,
+        color=not settings.gray,
+        masked=masked,
+        solve_scale=scale,
+        spooled=spools(settings, scale),
+    )
+    if window is None or (frame_count is not None and frame_count <= whole_max):
+        frames = frame_count  # read and solved whole: no carried columns
+    else:
+        frames = max(window + min(window, CARRY_FRAMES), whole_max + 1)
+        if frame_count is not None:
+            frames = min(frames, frame_count + min(window, CARRY_FRAMES))
+    if frames is None:
+        return None
+    return per_frame * frames + width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
+
+
 def available_memory() -> int:
     """Memory available to a new job, in bytes (``psutil.virtual_memory().available``)."""
     import psutil
@@ -189,13 +239,14 @@ def plan_window(
         solve_scale=scale,
         spooled=spools(settings, scale),
     )
-    fits = max(0, budget // per_frame)
+    fixed = width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
+    fits = max(0, (budget - fixed) // per_frame)
     carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
     minimum = max(2 * settings.rank + 2, settings.overlap + 2)
     size = f"{width}x{height}{' colour' if not settings.gray else ''}"
     if settings.window == 0:
         if frame_count is not None and frame_count > fits:
-            need = per_frame * frame_count
+            need = per_frame * frame_count + fixed
             raise _too_big(
                 settings,
                 f"{name}: solving all {frame_count} frames of {size} at once needs about "
@@ -205,11 +256,14 @@ def plan_window(
             )
         return None, 0
     if settings.window == "auto":
-        if fits < minimum:
+        # A clip shorter than the smallest window is solved whole: its own length counts.
+        least = minimum if frame_count is None else min(minimum, frame_count)
+        if fits < least:
             raise _too_big(
                 settings,
-                f"{name}: even a window of {minimum} frames of {size} needs about "
-                f"{_gib(minimum * per_frame)} but {_gib(budget)} may be used: lower {{scale}}",
+                f"{name}: even {least} frames of {size} need about "
+                f"{_gib(least * per_frame + fixed)} but {_gib(budget)} may be used: lower "
+                "{scale}",
             )
         # From the input and the options only: whole up to AUTO_WHOLE_MAX frames (decided
         # by reading ahead: a container's frame count is an estimate, absent on stdin).
@@ -218,7 +272,7 @@ def plan_window(
             raise _too_big(
                 settings,
                 f"{name}: a window of {longest} frames of {size} needs about "
-                f"{_gib(longest * per_frame)} but {_gib(budget)} may be used ("
+                f"{_gib(longest * per_frame + fixed)} but {_gib(budget)} may be used ("
                 f"{MEMORY_FRACTION:.0%} of {_gib(avail)} available): pass "
                 f"{{window={max(min(fits, AUTO_WINDOW), 1)}}} or less, or a smaller {{scale}}",
             )
@@ -234,7 +288,7 @@ def plan_window(
         raise _too_big(
             settings,
             f"{name}: a window of {window} frames of {size} needs about "
-            f"{_gib((window + carry(window)) * per_frame)} but {_gib(budget)} may be used "
+            f"{_gib((window + carry(window)) * per_frame + fixed)} but {_gib(budget)} may be used "
             f"({MEMORY_FRACTION:.0%} of {_gib(avail)} available): use "
             f"{{window={max(fits * 3 // 4, 1)}}} or less, or a smaller {{scale}}",
         )

@@ -212,7 +212,7 @@ CASES = [
     Case("step-0", ("{clip}", "--step", "0"), 2, r"--step 0", r">= 1"),
     Case("frames-0", ("{clip}", "--frames", "0"), 2, r"--frames 0", r">= 1"),
     Case("start-negative", ("{clip}", "--start", "-1"), 2, r"--start -1", r">= 0"),
-    Case("fps-0", ("{clip}", "--fps", "0"), 2, r"--fps 0", r"> 0"),
+    Case("fps-0", ("{clip}", "--fps", "0"), 2, r"--fps 0", r">= 0.001 and <= 1000"),
     Case("observe-0", ("{clip}", "--observe", "0"), 2, r"--observe 0", r"> 0 and <= 1"),
     Case("observe-above-1", ("{clip}", "--observe", "1.5"), 2, r"--observe 1\.5", r"<= 1"),
     Case("threshold-negative", ("{clip}", "--threshold", "-3"), 2, r"--threshold -3", "> 0"),
@@ -560,7 +560,7 @@ def test_batch_bad_yaml_syntax(run_cli, tmp_path: Path) -> None:
     config.write_text("jobs:\n  - input: a.mp4\n    rank: [2\n")
     res = run_cli("batch", config)
     _assert_error_processes(res, 2, r"night\.yaml:\d+")
-    assert not (tmp_path / "batch_report.json").exists()
+    assert not (tmp_path / "night.report.json").exists()
 
 
 @needs_batch

@@ -36,14 +36,38 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _default_signals() -> None:
+    # A shell starts background jobs with SIGINT ignored, and Python keeps an ignored
+    # SIGINT ignored (the Unix convention bpvideo follows too): give the child the
+    # terminal's default, whatever started the tests.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*args: str | os.PathLike) -> subprocess.Popen:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "bpvideo", "separate", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=_env(),
+        preexec_fn=_default_signals,
     )
+    _STARTED.append(proc)
+    return proc
+
+
+_STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test():
+    """A child left running by a failed test would compete with every later one."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 30) -> list[str]:

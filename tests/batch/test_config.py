@@ -86,7 +86,7 @@ def test_valid_config_runs_every_job(run_cli, cams: Path, tmp_path: Path) -> Non
     assert summaries["north/b"]["input"].endswith("north/b.mkv")
     # Each job separated its own clip: the masks differ (different seeds move the square).
     assert len(list((outs["lobby"] / "masks").iterdir())) == 16
-    report = read_report(tmp_path / "batch_report.json")  # default place: beside the config
+    report = read_report(tmp_path / "night.report.json")  # default place: beside the config
     assert [j["status"] for j in report["jobs"]] == ["ok"] * 4
     assert [j["frames"] for j in report["jobs"]] == [16] * 4
     assert all(j["seconds"] > 0 and j["error"] is None for j in report["jobs"])
@@ -110,7 +110,7 @@ def test_dry_run_lists_jobs_and_runs_nothing(run_cli, cams: Path, tmp_path: Path
         [str(cams / "lobby/input"), str(tmp_path / "out/lobby/lobby-r1")],
     ]
     assert not (tmp_path / "out").exists()
-    assert not (tmp_path / "batch_report.json").exists()
+    assert not (tmp_path / "night.report.json").exists()
 
 
 BAD = """\
@@ -165,7 +165,7 @@ def test_config_with_several_errors_reports_all(run_cli, cams: Path, tmp_path: P
     )
     assert len(lines) == len(expected) + 1  # one line per problem, no traceback
     assert not (tmp_path / "out").exists()
-    assert not (tmp_path / "batch_report.json").exists()
+    assert not (tmp_path / "night.report.json").exists()
 
 
 def test_duplicate_keys_are_errors(tmp_path: Path, cams: Path) -> None:
@@ -252,6 +252,7 @@ def test_corrupt_input_fails_alone(run_cli, cams: Path, tmp_path: Path) -> None:
 def test_resume_skips_complete_jobs(run_cli, cams: Path, tmp_path: Path) -> None:
     config = write_config(tmp_path, GOOD)
     assert run_cli("batch", config, "--workers", "2").code == 0
+    first = read_report(tmp_path / "night.report.json")["jobs"]
     summary_a = tmp_path / "out/north/a/summary.json"
     stamp = summary_a.stat().st_mtime_ns
     # Everything complete: nothing to run.
@@ -272,8 +273,13 @@ def test_resume_skips_complete_jobs(run_cli, cams: Path, tmp_path: Path) -> None
     ]
     res = run_cli("batch", config, "--resume", "--workers", "2")
     assert res.code == 0, res.err
-    report = read_report(tmp_path / "batch_report.json")
-    assert [j["status"] for j in report["jobs"]] == ["skipped", "skipped", "ok", "ok"]
+    report = read_report(tmp_path / "night.report.json")
+    # The two complete jobs keep their real status and seconds from the first run.
+    assert [j["status"] for j in report["jobs"]] == ["ok", "ok", "ok", "ok"]
+    for earlier, now in zip(first[:2], report["jobs"][:2], strict=True):
+        assert now["earlier_run"] is True
+        assert (now["seconds"], now["frames"]) == (earlier["seconds"], earlier["frames"])
+    assert not any("earlier_run" in j for j in report["jobs"][2:])
     assert summary_a.stat().st_mtime_ns == stamp  # untouched
     lobby = json.loads((tmp_path / "out/lobby/lobby/summary.json").read_text())
     assert lobby["settings"]["rank"] == 2
@@ -291,7 +297,7 @@ def test_dask_local_cluster(run_cli, cams: Path, tmp_path: Path) -> None:
             "batch", config, "--executor", "dask", "--scheduler", cluster.scheduler_address
         )
     assert res.code == 0, res.err
-    report = read_report(tmp_path / "batch_report.json")
+    report = read_report(tmp_path / "night.report.json")
     assert report["executor"] == "dask"
     assert [j["status"] for j in report["jobs"]] == ["ok"] * 4
     for out in ("north/a", "north/b", "south/c", "lobby/lobby-r1"):

@@ -162,3 +162,32 @@ def test_a_fixed_sparsity_reaches_the_solver_unchanged() -> None:
     assert report["windows"]["list"][0]["sparsity"] == 0.07
     auto = bpvideo.separate(frames).report.to_dict()["windows"]["list"][0]["sparsity"]
     assert 0.05 <= auto <= 0.5
+
+
+def test_reference_image_is_one_light_when_the_light_swings() -> None:
+    """Still frames differ from pixel to pixel; under a light that swings by +-8 %, their
+    plain median mixes gains. The reference is taken on frames brought to one light."""
+    rng = np.random.default_rng(3)
+    h, w, n = 30, 40, 80
+    scene = rng.uniform(40, 200, h * w).astype(np.float32)
+    gain = 1 + 0.08 * np.sin(np.linspace(0, 2 * np.pi, n))
+    data = scene[:, None] * gain[None] + rng.normal(0, 1.5, (h * w, n)).astype(np.float32)
+    observed, ref = observe_background(data, (h, w))
+    # one image: a single gain maps it to the scene (the mean light, within noise)
+    fitted = np.polyfit(scene, ref.image, 1)
+    assert np.abs(ref.image - np.polyval(fitted, scene)).max() < 3.0
+    assert observed.mean() > 0.99  # nothing moves: every entry is background
+
+
+def test_colour_rows_are_read_as_each_pixels_channels_side_by_side() -> None:
+    """A colour window (B, G, R of pixel 0, then pixel 1...) gives, channel for channel,
+    the entries its grey planes give."""
+    frames, _ = _lingering()
+    grey = frames[..., 1].reshape(len(frames), -1).T.astype(np.float32)
+    colour = np.repeat(grey, 3, axis=0)  # three equal channels, interleaved
+    obs_grey, ref_grey = observe_background(grey, (60, 80))
+    obs_colour, ref_colour = observe_background(colour, (60, 80))
+    # equal up to entries on the edge of the noise band (sums over three times the rows)
+    assert np.mean(obs_colour[1::3] != obs_grey) < 1e-3
+    assert np.all(obs_colour[0::3] == obs_colour[2::3])
+    np.testing.assert_allclose(ref_colour.image[2::3], ref_grey.image, atol=0.05)
