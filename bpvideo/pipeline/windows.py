@@ -32,6 +32,7 @@ __all__ = [
     "frame_bytes",
     "plan_window",
     "planned_memory",
+    "settings_frame_bytes",
     "spools",
     "uses_reference",
     "warm_start",
@@ -146,6 +147,20 @@ def estimate_memory(
 OVERHEAD_BYTES = 256 << 20
 
 
+def settings_frame_bytes(settings: SeparateSettings, width: int, height: int) -> int:
+    """:func:`frame_bytes` of frames of ``width`` x ``height`` under ``settings``."""
+    masked = settings.mask is not None or settings.observe is not None
+    scale = effective_solve_scale(settings.solve_scale, width, height)
+    return frame_bytes(
+        width,
+        height,
+        color=not settings.gray,
+        masked=masked,
+        solve_scale=scale,
+        spooled=spools(settings, scale),
+    )
+
+
 def planned_memory(
     settings: SeparateSettings,
     width: int,
@@ -158,16 +173,7 @@ def planned_memory(
     carried columns, or a short clip read whole) at :func:`frame_bytes` each, plus
     :data:`SIZE_PIXEL_BYTES` per pixel and :data:`OVERHEAD_BYTES`; None when it cannot be
     known (a whole stream of unknown length)."""
-    masked = settings.mask is not None or settings.observe is not None
-    scale = effective_solve_scale(settings.solve_scale, width, height)
-    per_frame = frame_bytes(
-        width,
-        height,
-        color=not settings.gray,
-        masked=masked,
-        solve_scale=scale,
-        spooled=spools(settings, scale),
-    )
+    per_frame = settings_frame_bytes(settings, width, height)
     if window is None or (frame_count is not None and frame_count <= whole_max):
         frames = frame_count  # read and solved whole: no carried columns
     else:
@@ -229,16 +235,7 @@ def plan_window(
     """
     avail = available if available is not None else available_memory()
     budget = int(avail * MEMORY_FRACTION)
-    masked = settings.mask is not None or settings.observe is not None
-    scale = effective_solve_scale(settings.solve_scale, width, height)
-    per_frame = frame_bytes(
-        width,
-        height,
-        color=not settings.gray,
-        masked=masked,
-        solve_scale=scale,
-        spooled=spools(settings, scale),
-    )
+    per_frame = settings_frame_bytes(settings, width, height)
     fixed = width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
     fits = max(0, (budget - fixed) // per_frame)
     carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
