@@ -26,6 +26,7 @@ from bpvideo._spec import (
 from bpvideo.errors import InputError
 
 __all__ = [
+    "DEVICES",
     "MASK_RULES",
     "METHODS",
     "SeparateSettings",
@@ -53,6 +54,8 @@ PAPER_SPARSITY = 0.1
 NOISES = ("local", "global")
 SHADOWS = ("remove", "keep")
 PIX_FMTS = ("gray", "bgr24")
+#: Where the solver runs (:func:`bpvideo.solvers.backends.resolve_device`).
+DEVICES = ("auto", "cpu", "cuda")
 
 # --- bounds -----------------------------------------------------------------------------
 # What an option or an input may ask for, checked before any work: the options' own
@@ -237,6 +240,13 @@ class SeparateSettings:
         low=0,
         limit=100,
     )
+    device: str = option(
+        "auto",
+        "str",
+        "Where the solver runs: cuda = an NVIDIA GPU (bestpair and ncf; needs CuPy: pip "
+        'install "bpvideo[cuda]"), cpu, or auto = cuda when CuPy sees a GPU, else cpu.',
+        choices=DEVICES,
+    )
     solve_scale: float | str = option(
         "auto",
         "scale",
@@ -389,6 +399,12 @@ class SeparateSettings:
             raise InputError(
                 f"{{overlap=}} must be < {{window}} ({self.window}): lower {{overlap}}",
                 option=("overlap", self.overlap),
+            )
+        if self.device == "cuda" and self.method not in INIT_METHODS:
+            raise InputError(
+                f"{{device='cuda'}} runs the bestpair and ncf methods, not {self.method}: use "
+                "{device='cpu'} or {method='bestpair'}",
+                option=("device", self.device),
             )
         if self.size is not None:
             parse_size(self.size)

@@ -31,6 +31,14 @@ class CliResult:
         return json.loads(self.out)
 
 
+@pytest.fixture(autouse=True)
+def _cpu_unless_marked_gpu(request: pytest.FixtureRequest, monkeypatch) -> None:
+    """``device="auto"`` means the CPU in tests not marked ``gpu`` (child processes too):
+    the same results on a machine with a GPU as without."""
+    if request.node.get_closest_marker("gpu") is None:
+        monkeypatch.setenv("BPVIDEO_CUDA", "0")
+
+
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     """Run ``bpvideo ARGS`` in-process; returns exit code, stdout and stderr."""

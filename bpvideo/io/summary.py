@@ -253,6 +253,7 @@ class ReportBuilder:
                 "residual": last.residual,
                 "change": last.change,
                 "solve_scale": plan.solve_scale,
+                "device": plan.device,
             },
             masks={
                 "rule": self.settings.mask_rule,

@@ -35,7 +35,14 @@ from bpvideo.pipeline.scale import (
     scaled_size,
     solved_video_size,
 )
-from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
+from bpvideo.pipeline.solve import (
+    Solved,
+    WarmUp,
+    solve_device,
+    solve_entries,
+    solve_window,
+    uses_reference,
+)
 from bpvideo.pipeline.spool import FrameSpool, SpooledVideo
 from bpvideo.pipeline.statistics import window_model
 from bpvideo.pipeline.windows import (
@@ -82,6 +89,8 @@ class Plan:
     memory : int or None
         Bytes the process will hold at most: what it held when the run was planned, plus
         :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
+    device : {"cpu", "cuda"}
+        Where the solver runs (``"auto"`` resolved).
     spooled : bool
         Whether the full-resolution frames of a window wait on disk (:func:`spools`), not
         in memory.
@@ -92,6 +101,7 @@ class Plan:
     whole_max: int
     solve_scale: float
     memory: int | None = None
+    device: str = "cpu"
     spooled: bool = False
 
 
@@ -101,12 +111,18 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
     Raises
     ------
     InputError
-        The job cannot fit (names ``window`` and ``scale``).
+        The job cannot fit (names ``window`` and ``scale``), or ``device="cuda"`` cannot
+        run here.
     """
+    device = solve_device(settings)
     window, whole_max = plan_window(
         settings, source.width, source.height, source.frame_count, name=source.name
     )
     scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
+    if device == "cuda":
+        from bpvideo.solvers.backends.cuda import device_name
+
+        logger.info("solving on the GPU: %s (CuPy)", device_name())
     import psutil
 
     memory = planned_memory(settings, source.width, source.height, source.frame_count, window,
@@ -114,7 +130,8 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
     if memory is not None:
         memory += psutil.Process().memory_info().rss
     overlap = settings.overlap if window is not None else 0
-    return Plan(window, overlap, whole_max, scale, memory, spools(settings, scale))
+    return Plan(window, overlap, whole_max, scale, memory=memory, device=device,
+                spooled=spools(settings, scale))  # fmt: skip
 
 
 def iter_windows(
@@ -308,6 +325,8 @@ def _warm_up(source: FrameSource, settings: SeparateSettings, plan: Plan) -> War
     use them."""
     if settings.method not in ("bestpair", "ncf"):
         return None
+    if plan.device == "cuda":
+        return WarmUp(get_backend("cuda"))  # CuPy compiles its kernels while frames are read
     backend = get_backend("auto", solve_entries(source, settings, plan.window, plan.solve_scale))
     return WarmUp(backend) if backend.name != "numpy" else None
 

@@ -41,12 +41,20 @@ from bpvideo.pipeline.windows import (
     warm_start,
     with_carried,
 )
-from bpvideo.settings import SeparateSettings
+from bpvideo.settings import INIT_METHODS, SeparateSettings
 from bpvideo.solvers import SolverResult, get_solver
 from bpvideo.solvers._common import Callback
-from bpvideo.solvers.backends import Backend
+from bpvideo.solvers.backends import Backend, resolve_device
 
-__all__ = ["Solved", "WarmUp", "solve", "solve_entries", "solve_window", "uses_reference"]
+__all__ = [
+    "Solved",
+    "WarmUp",
+    "solve",
+    "solve_device",
+    "solve_entries",
+    "solve_window",
+    "uses_reference",
+]
 
 logger = logging.getLogger("bpvideo")
 
@@ -71,6 +79,8 @@ def solve(
     kwargs: dict[str, Any] = dict(settings.solver_kwargs(), mask=video.mask, callback=callback)
     if (L0 is not None or S0 is not None) and "init" in kwargs:  # baselines start their own way
         kwargs.update(L0=L0, S0=S0)
+    if solve_device(settings) == "cuda":
+        kwargs["backend"] = "cuda"
     solver = get_solver(settings.method)
     args = settings.solver_args()
     if args and sparsity is not None:
@@ -119,6 +129,20 @@ class Solved:
     rows: np.ndarray | None = None
     reference: Reference | None = None
     sparsity: float | None = None
+
+
+def solve_device(settings: SeparateSettings) -> str:
+    """Where ``settings``' solves run, ``"cpu"`` or ``"cuda"`` (``device="auto"``: the GPU
+    when CuPy sees one, for the methods that run there).
+
+    Raises
+    ------
+    InputError
+        ``device="cuda"`` without CuPy or a GPU: the message says what to install.
+    """
+    if settings.method not in INIT_METHODS:  # the baselines run on the CPU
+        return "cpu"
+    return resolve_device(settings.device)
 
 
 def solve_window(
@@ -186,11 +210,9 @@ def solve_window(
         )
         result = solve(solved, settings, callback=callback, L0=L0, S0=S0)
         del L0, S0, solved
-    own = slice(carry, result.L.shape[1])
+    own = slice(carry, None)
     if scale >= 1.0:
-        U, V = result.factors if result.factors is not None else (None, None)
-        L = Background(result.L[:, own], U, None if V is None else V[own])
-        return Solved(result, L, result.S[:, own])
+        return Solved(result, _full_background(result, own, settings), result.S[:, own])
     detail = median_detail(video.data, full_shape, size)
     L = upsample_factors(
         result, own, small_shape, full_shape, detail, previous_detail, ramp_from=new_from
@@ -199,6 +221,15 @@ def solve_window(
     if settings.mask_rule == "support":
         S = result.S[:, own][nearest_rows(small_shape, solved_video_size(full_shape))]
     return Solved(result, L, S, detail)
+
+
+def _full_background(result: SolverResult, own: slice, settings: SeparateSettings) -> Background:
+    """The background of a full-resolution solve: ``L``'s columns ``own`` and its factors;
+    from the factors alone after a GPU solve (``L`` then stays on the GPU)."""
+    U, V = result.factors if result.factors is not None else (None, None)
+    if U is not None and solve_device(settings) == "cuda":
+        return Background(None, U, V[own])
+    return Background(result.L[:, own], U, None if V is None else V[own])
 
 
 def _at_solve_scale(
@@ -273,11 +304,12 @@ def _solve_observed(
     )
     result = solve(masked, settings, callback=callback, sparsity=alpha)
     del masked
-    handed_on.columns = np.ascontiguousarray(result.L[:, max(0, n - JOIN_FRAMES) : n])
+    join = slice(max(0, n - JOIN_FRAMES), n)
+    joined = _full_background(result, join, settings)  # from the factors after a GPU solve
+    handed_on.columns = np.ascontiguousarray(joined.columns(0, join.stop - join.start))
     full_shape = tuple(video.frame_shape)
     if scale >= 1.0:
-        U, V = result.factors if result.factors is not None else (None, None)
-        L = Background(result.L[:, :n], U, None if V is None else V[:n])
+        L = _full_background(result, slice(0, n), settings)
         return Solved(result, L, None, None, observed, None, handed_on, alpha)
     rows = nearest_rows(small_shape, solved_video_size(full_shape))
     fallback = resize_columns(

@@ -19,15 +19,18 @@ from bpvideo.errors import ConvergenceWarning, InputError
 
 __all__ = [
     "Callback",
+    "DeviceResult",
     "History",
     "Iterate",
     "SolverResult",
+    "array_module",
     "as_float",
     "check_mask",
     "check_positive",
     "check_problem",
     "relative_change",
     "relative_residual",
+    "to_host",
     "warn_max_iter",
 ]
 
@@ -77,6 +80,46 @@ class SolverResult:
         return self.residuals[-1] if self.residuals else float("nan")
 
 
+def array_module(x: Any) -> Any:
+    """The array module of ``x``: numpy, or CuPy for an array on the GPU."""
+    if isinstance(x, np.ndarray):
+        return np
+    import cupy  # only a CuPy array gets here
+
+    return cupy
+
+
+def to_host(x: Any) -> np.ndarray:
+    """``x`` as a numpy array: as it is, or copied from the GPU (a CuPy array)."""
+    return x if isinstance(x, np.ndarray) else x.get()
+
+
+class _HostOnRead:
+    """An attribute kept as it is given and copied to the host, once, when first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = to_host(getattr(obj, self.slot))
+        setattr(obj, self.slot, value)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.slot, value)
+
+
+class DeviceResult(SolverResult):
+    """A :class:`SolverResult` of a GPU solve: ``L`` and ``S`` stay on the GPU until read
+    (then copied to the host, once). A caller that needs only ``factors`` (the pipeline at
+    full resolution, with the default mask rule) never moves the m x n matrices."""
+
+    L = _HostOnRead()
+    S = _HostOnRead()
+
+
 class Iterate:
     """The state handed to a solver's ``callback`` after each iteration.
 
@@ -89,6 +132,8 @@ class Iterate:
         factored form; a view or a new array: copy it to keep it).
     S : ndarray
         Current sparse iterate (a view: copy it to keep it).
+
+    Both are numpy arrays; a solve on the GPU copies them to the host on first access.
     residual : float
         Relative residual after this iteration.
     change : float
@@ -105,16 +150,20 @@ class Iterate:
     ) -> None:
         self.iteration = iteration
         self._L = L
-        self.S = S
+        self._S = S
         self.residual = residual
         self.change = change
 
     @property
     def L(self) -> np.ndarray:
         if isinstance(self._L, tuple):
-            U, V = self._L
+            U, V = (to_host(f) for f in self._L)
             self._L = U @ V.T
-        return self._L
+        return to_host(self._L)
+
+    @property
+    def S(self) -> np.ndarray:
+        return to_host(self._S)
 
     def __repr__(self) -> str:
         return (
@@ -313,8 +362,8 @@ class History:
         warn: bool = True,
         stacklevel: int = 4,
     ) -> SolverResult:
-        """The :class:`SolverResult`; warns :class:`ConvergenceWarning` when not converged
-        (and ``warn``).
+        """The :class:`SolverResult` (a :class:`DeviceResult` for arrays on the GPU); warns
+        :class:`ConvergenceWarning` when not converged (and ``warn``).
 
         ``stopped_by``: what the warning quotes against ``tol`` (default: the last relative
         residual); ``stacklevel`` points it at the public solver's caller.
@@ -322,7 +371,8 @@ class History:
         if warn and not converged:
             what, value = stopped_by or ("relative residual", self.residuals[-1])
             warn_max_iter(self.method, max_iter, what, value, tol, stacklevel=stacklevel)
-        return SolverResult(
+        on_device = not (isinstance(L, np.ndarray) and isinstance(S, np.ndarray))
+        return (DeviceResult if on_device else SolverResult)(
             L=L,
             S=S,
             iterations=iterations,

@@ -42,7 +42,7 @@ from bpvideo.solvers._common import (
     check_mask,
     check_problem,
 )
-from bpvideo.solvers.backends import Backend, get_backend
+from bpvideo.solvers.backends import Backend, get_backend, to_host
 from bpvideo.solvers.projections import RankProjector, project_rank, project_sparse, sparse_counts
 
 __all__ = ["INITS", "best_pair", "initial_point", "ncf", "project_rank", "project_sparse"]
@@ -89,11 +89,25 @@ def initial_point(
     -------
     L0, S0 : (m, n) ndarray
     """
-    A = np.ascontiguousarray(A)
-    S0 = np.empty_like(A)
-    mask = None if mask is None else np.asarray(mask)
-    U, V = _start(A, rank, sparsity, init, mask, S0, get_backend(backend, A.size))
-    return (U @ V.T).astype(A.dtype, copy=False), S0
+    kernels = get_backend(backend, np.size(A))
+    A, mask = _on_device(kernels, A, mask)
+    S0 = kernels.xp.empty_like(A)
+    U, V = _start(A, rank, sparsity, init, mask, S0, kernels)
+    L0 = (U @ kernels.xp.asarray(V).T).astype(A.dtype, copy=False)
+    return to_host(L0), to_host(S0)
+
+
+def _on_device(kernels: Backend, A: np.ndarray, mask: np.ndarray | None) -> tuple[Any, Any | None]:
+    """``A`` and ``mask`` as C-contiguous arrays of the backend's module (moved to the GPU
+    once, in the backend's dtype, for the CUDA backend)."""
+    xp = kernels.xp
+    dtype = getattr(kernels, "dtype", None)
+    if dtype is not None and A.dtype != dtype:
+        A = np.asarray(A, dtype=dtype)
+    A = xp.ascontiguousarray(xp.asarray(A))
+    if mask is not None:
+        mask = xp.ascontiguousarray(xp.asarray(mask))
+    return A, mask
 
 
 def _start(
@@ -111,25 +125,26 @@ def _start(
     ``scratch`` (an m x n buffer, optional) holds ``A - S0`` for the rank-r projection.
     """
     m, n = A.shape
+    xp = kernels.xp
     if init not in INITS:
         raise InputError(f"{{init=}} must be one of: {', '.join(INITS)}", option=("init", init))
     if init == "zeros":
         S0[...] = 0
-        return np.zeros((m, 1), dtype=A.dtype), np.zeros((n, 1), dtype=A.dtype)
+        return xp.zeros((m, 1), dtype=A.dtype), np.zeros((n, 1), dtype=A.dtype)
     med = kernels.row_median(A, mask).astype(A.dtype)[:, None]
     if init == "median":
         S0[...] = 0
         return med, np.ones((n, 1), dtype=A.dtype)
     # S0 = T_alpha(filled - med), filled = A on observed entries and med elsewhere
-    np.subtract(A, med, out=S0)
+    xp.subtract(A, med, out=S0)
     if mask is not None:
-        np.multiply(S0, mask, out=S0)
+        xp.multiply(S0, mask, out=S0)
     k_row, k_col = sparse_counts(A.shape, sparsity)
     kernels.apply_thresholds(S0, kernels.thresholds(S0, k_row, k_col))
     # L0 = H_r(filled - S0), exact (Gram matrix), once
-    T = np.subtract(A, S0, out=scratch)
+    T = xp.subtract(A, S0, out=scratch)
     if mask is not None:
-        np.copyto(T, np.broadcast_to(med, T.shape), where=~mask)
+        xp.copyto(T, xp.broadcast_to(med, T.shape), where=~mask)
     return RankProjector(rank, max_sweeps=0, backend=kernels).factorize(T)
 
 
@@ -189,9 +204,11 @@ def best_pair(
         most ``s`` warm-started subspace sweeps and uses their Ritz approximation (an
         approximation of Algorithm 1: the subspace moves little between iterations, so one
         sweep tracks it; its effect on F-measure is measured in docs/performance.md).
-    backend : {"auto", "numpy", "numba"} or Backend, optional
+    backend : {"auto", "numpy", "numba", "cuda"} or Backend, optional
         The kernels of the solve, chosen once (default: numba from 2**22 entries when it
-        is installed, see :func:`~bpvideo.solvers.backends.get_backend`).
+        is installed, see :func:`~bpvideo.solvers.backends.get_backend`). ``"cuda"``
+        solves on the GPU in float32 (the data moves there once, the results back once)
+        and returns arrays of the data's dtype.
 
     Returns
     -------
@@ -220,14 +237,16 @@ def best_pair(
     check_problem(A.shape, rank, sparsity, gamma, a, b, max_iter, tol)
     mask = check_mask(mask, A.shape)
     kernels = get_backend(backend, A.size)
+    dtype = A.dtype
     method = "ncf" if (gamma == 1.0 and a == 0.0 and b == 0.0) else "bestpair"
     t0 = time.perf_counter()
+    A, mask = _on_device(kernels, A, mask)  # the copy to a GPU counts in result.seconds
 
     # One BLAS thread: the big products are memory bound, and the small LAPACK calls
     # (QR, SVD, eigh of p x p and n x n matrices) were measured 2 to 15 times slower with
     # two OpenBLAS threads on a busy 2-core machine. numba's threads are separate.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _best_pair(
+        result = _best_pair(
             A,
             rank,
             sparsity,
@@ -246,6 +265,10 @@ def best_pair(
             int(sweeps),
             kernels,
         )
+    if A.dtype != dtype:  # a backend that computes in float32
+        result.L, result.S = result.L.astype(dtype), result.S.astype(dtype)
+        result.factors = tuple(f.astype(dtype) for f in result.factors)
+    return result
 
 
 def _starting_point(
@@ -267,14 +290,15 @@ def _starting_point(
     """
     m, n = A.shape
     dtype = A.dtype
+    xp = kernels.xp
     if L0 is None and S0 is None:
         return _start(A, rank, sparsity, init, mask, W, kernels, scratch=scratch)
-    W[...] = 0 if S0 is None else S0
+    W[...] = 0 if S0 is None else xp.asarray(S0)
     if L0 is None:
-        return np.zeros((m, 1), dtype=dtype), np.zeros((n, 1), dtype=dtype)
+        return xp.zeros((m, 1), dtype=dtype), np.zeros((n, 1), dtype=dtype)
     if isinstance(L0, tuple):
-        return tuple(np.asarray(f, dtype=dtype) for f in L0)
-    return np.array(L0, dtype=dtype, order="C")  # dense: kept for two passes
+        return tuple(xp.asarray(f, dtype=dtype) for f in L0)
+    return xp.array(L0, dtype=dtype, order="C")  # dense: kept for two passes
 
 
 def _best_pair(
@@ -306,18 +330,18 @@ def _best_pair(
     :mod:`bpvideo.solvers.backends`). The pass that measures iterate k has already taken the step
     of k + 1; when k is the last, that step is simply not used.
     """
-    A = np.ascontiguousarray(A)
-    if mask is not None:
-        mask = np.ascontiguousarray(mask)
+    xp = kernels.xp
     k_row, k_col = sparse_counts(A.shape, sparsity)
-    W = np.empty_like(A)
-    Wl = np.empty_like(A)
+    W = xp.empty_like(A)
+    Wl = xp.empty_like(A)
     L_k = _starting_point(A, rank, sparsity, init, mask, L0, S0, W, Wl, kernels)
     Sp = W.copy()
     if mask is None:
-        norm_A = float(np.linalg.norm(A))
-    else:
+        norm_A = float(xp.linalg.norm(A))
+    elif xp is np:
         norm_A = math.sqrt(float(np.einsum("ij,ij->", A, A * mask, dtype=np.float64)))
+    else:
+        norm_A = math.sqrt(float(xp.vdot(A, A * mask)))
     norm_A = norm_A or 1.0
     projector = RankProjector(rank, subspace_tol=1e-2 * tol, backend=kernels)
     h = gamma / 2.0
@@ -372,11 +396,11 @@ def _best_pair(
             converged = True
             break
     del W, Y, Y_spare
-    S = Sp
-    U, V = L_k
-    L = np.matmul(U, V.T, out=Wl)
-    return history.result(
-        L, S, k, converged, max_iter=max_iter, tol=tol, factors=(U, V), stacklevel=5,
+    U, V = (xp.asarray(f) for f in L_k)
+    L = xp.matmul(U, V.T, out=Wl)
+    return history.result(  # L and S stay on a GPU until read (a DeviceResult)
+        L, Sp, k, converged, max_iter=max_iter, tol=tol,
+        factors=(to_host(U), to_host(V)), stacklevel=5,
         stopped_by=("relative change", history.changes[-1]),
     )  # fmt: skip
 

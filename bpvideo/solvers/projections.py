@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from bpvideo.errors import InputError
-from bpvideo.solvers.backends import Backend, get_backend
+from bpvideo.solvers._common import array_module
+from bpvideo.solvers.backends import Backend, get_backend, to_host
 
 __all__ = ["RankProjector", "project_rank", "project_sparse", "sparse_counts"]
 
@@ -93,7 +94,10 @@ def project_sparse(
     if res is not M:
         res[...] = M
     kernels = get_backend(backend, res.size)
-    kernels.apply_thresholds(res, kernels.thresholds(res, k_row, k_col))
+    work = kernels.xp.asarray(res)  # a copy on the GPU for the CUDA backend
+    kernels.apply_thresholds(work, kernels.thresholds(work, k_row, k_col))
+    if work is not res:
+        res[...] = to_host(work)
     return res
 
 
@@ -165,13 +169,15 @@ class RankProjector:
         self.accept_unconverged = False
 
     def _gram(self, T: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Exact: eigenvectors of ``T^T T`` (T tall); returns ``P = T V_r, s_r, V_r``."""
-        G = T.T @ T
+        """Exact: eigenvectors of ``T^T T`` (T tall); returns ``P = T V_r, s_r, V_r``.
+
+        ``T`` and ``P`` may be on the GPU; the k x k eigenproblem is solved on the host."""
+        G = to_host(T.T @ T)
         w, V = np.linalg.eigh(G.astype(np.float64, copy=False))
         V = V[:, ::-1]
         s = np.sqrt(np.clip(w[::-1], 0, None))
         Vr = V[:, :r].astype(T.dtype)
-        return T @ Vr, s[:r], V
+        return T @ _like(T, Vr), s[:r], V
 
     def _shape(self, shape: tuple[int, int]) -> tuple[int, int, int, bool]:
         """``(r, k, p, sweeping)`` for an m x n matrix: rank, short side, block width."""
@@ -215,12 +221,13 @@ class RankProjector:
             Of ``M``'s dtype; ``V`` has orthonormal columns.
         """
         m, n = M.shape
+        kernels = get_backend(self.backend, M.size)
+        M = kernels.xp.asarray(M)  # the long side stays where the backend keeps it
         tall = m >= n
         T = M if tall else M.T  # tall view, no copy
         r, k, p, sweeping = self._shape(M.shape)
         eps = max(self.subspace_tol, 50 * float(np.finfo(T.dtype).eps))
         fast = T.flags.c_contiguous  # the kernels stream along rows
-        kernels = get_backend(self.backend, M.size)
         self.sweeps = 0
         P = Vr = None
         if sweeping:
@@ -234,12 +241,13 @@ class RankProjector:
                 elif fast:
                     Y = kernels.matmul(T, V)  # one pass over M
                 else:
-                    Y = T @ V.astype(T.dtype, copy=False)
+                    Y = T @ _like(T, V)
                 Q = _orthonormal_columns(Y)
                 if fast:
                     Z = kernels.t_matmul(T, Q)  # one pass over M; Z = B^T
                 else:
                     Z = T.T @ Q.astype(T.dtype, copy=False)
+                Z = to_host(Z)  # k x p: the small problems are solved on the host
                 Ub, s, Vbt = np.linalg.svd(Z.T.astype(np.float64, copy=False), full_matrices=False)
                 Vnew = Vbt.T  # k x p, orthonormal, descending
                 # sine of the angle between the old and new top-r right subspaces
@@ -252,7 +260,7 @@ class RankProjector:
                     # started: one sweep tracks a slowly moving subspace, see best_pair's
                     # ``sweeps``)
                     self.sweeps = sweep
-                    P = (Q @ (Ub[:, :r] * s[:r])).astype(T.dtype)
+                    P = (Q @ _like(Q, Ub[:, :r] * s[:r])).astype(T.dtype)
                     Vr = Vnew[:, :r].astype(T.dtype)
                     self.singular_values = s[:r]
                     break
@@ -271,8 +279,13 @@ class RankProjector:
 
     def __call__(self, M: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         """Return the best rank-r approximation of ``M`` (into ``out`` when given)."""
-        U, V = self.factorize(M)
+        U, V = (to_host(f) for f in self.factorize(M))
         return np.matmul(U, V.T, out=out)
+
+
+def _like(X, Y: np.ndarray):
+    """``Y`` (a small numpy array) as an array of ``X``'s module and dtype."""
+    return array_module(X).asarray(Y, dtype=X.dtype)
 
 
 def _orthonormal_columns(Y: np.ndarray) -> np.ndarray:
@@ -280,20 +293,26 @@ def _orthonormal_columns(Y: np.ndarray) -> np.ndarray:
 
     Two Cholesky QR passes are as accurate as Householder QR when ``Y`` is not close to
     rank deficient, and several times faster on tall-skinny matrices (a p x p Gram matrix
-    and one m x p product each); Householder QR takes over otherwise.
+    and one m x p product each); Householder QR takes over otherwise. ``Y`` may be on the
+    GPU (so is the basis); the p x p problems are solved on the host.
     """
-    Q = np.asarray(Y, dtype=np.float64)
+    Q = Y.astype(np.float64, copy=False)
     for _ in range(2):
-        G = Q.T @ Q
+        G = to_host(Q.T @ Q)
         try:
             R = np.linalg.cholesky(G).T
         except np.linalg.LinAlgError:
-            return np.linalg.qr(Q)[0]
+            return _qr(Q)
         d = np.abs(np.diag(R))
         if not np.all(np.isfinite(R)) or d.min() <= 1e-6 * d.max():
-            return np.linalg.qr(Q)[0]
-        Q = Q @ np.linalg.inv(R)
+            return _qr(Q)
+        Q = Q @ _like(Q, np.linalg.inv(R))
     return Q
+
+
+def _qr(Q):
+    """The Q factor of a tall ``Q`` (on its own device)."""
+    return array_module(Q).linalg.qr(Q)[0]
 
 
 def project_rank(M: np.ndarray, rank: int, *, backend: str | Backend | None = None) -> np.ndarray:

@@ -22,7 +22,7 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert list(summary) == KEYS and summary == report.to_dict()
     assert list(summary["solver"]) == [
-        "method", "iterations", "converged", "residual", "change", "solve_scale",
+        "method", "iterations", "converged", "residual", "change", "solve_scale", "device",
     ]  # fmt: skip
     assert list(summary["masks"]) == ["rule", "threshold", "noise", "foreground_fraction"]
     assert list(summary["windows"]) == ["window", "overlap", "count", "list"]

@@ -1,5 +1,5 @@
-"""The solver backends: numba and numpy kernels agree, and agree with Algorithm 1; one is
-chosen per solve by size."""
+"""The solver backends: numba, numpy and array-module (the CUDA backend's code, on numpy)
+kernels agree, and agree with Algorithm 1; one is chosen per solve by size."""
 
 from __future__ import annotations
 
@@ -16,16 +16,20 @@ from bpvideo.solvers.backends import (
     get_backend,
 )
 from bpvideo.solvers.backends import numpy as numpy_backend
+from bpvideo.solvers.backends.array import ArrayBackend
 from bpvideo.synthetic import make_rpca_problem
 
 BOTH = ["numpy", "numba"]
 
 
-@pytest.fixture(params=BOTH)
+@pytest.fixture(params=[*BOTH, "array"])
 def backend(request: pytest.FixtureRequest) -> Backend:
-    """Each backend (numba skips when it is not installed)."""
+    """Each backend (numba skips when it is not installed; "array" is the CUDA backend's
+    code on numpy)."""
     if request.param == "numba" and not HAVE_NUMBA:
         pytest.skip("numba is not installed")
+    if request.param == "array":
+        return ArrayBackend()
     return get_backend(request.param)
 
 
@@ -73,7 +77,7 @@ def test_fused_step_matches_reference(
     want = {"dS": S - Sp, "dL": L - Lp, "S": Sp, "L": Lp, "E": E}
     for key, X in want.items():
         assert sq[key] == pytest.approx(float(np.sum(X * X)), rel=1e-10)
-    if rows is not None:  # numba: row thresholds are the k-th largest magnitudes
+    if rows is not None:  # numba, array: row thresholds are the k-th largest magnitudes
         want_t = -np.sort(-np.abs(Sp2), axis=1)[:, k_row - 1]
         assert np.array_equal(rows[0], want_t)
 

@@ -22,11 +22,12 @@ numpy in the solver itself:
   iteration of ``H_r``.
 - :meth:`~Backend.warm_up`: load or compile the kernels now (before a timed solve).
 
-Backends: ``"numpy"`` (the reference, :mod:`.numpy`) and ``"numba"`` (compiled kernels,
-:mod:`.numba`; optional). Every backend computes the same thing; tests run each against
-the other (``tests/solvers/test_backends.py``). A backend is chosen once per solve by
-:func:`get_backend`. A new one (a GPU, say) implements :class:`Backend` on its array
-module ``xp`` and registers itself in :data:`BACKENDS`.
+Backends: ``"numpy"`` (the reference, :mod:`.numpy`), ``"numba"`` (compiled kernels,
+:mod:`.numba`; optional) and ``"cuda"`` (:mod:`.cuda`: the kernels of :mod:`.array`,
+written once for numpy and CuPy, on an NVIDIA GPU; optional). Every backend computes the
+same thing; tests run each against the other (``tests/solvers/test_backends.py``), and
+the CUDA backend's code runs on numpy in every test run. A backend is chosen once per
+solve by :func:`get_backend`; :func:`resolve_device` turns ``device=`` into one.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.settings import DEVICES
+from bpvideo.solvers._common import to_host
 
 __all__ = [
     "BACKENDS",
@@ -49,6 +52,8 @@ __all__ = [
     "exercise",
     "get_backend",
     "keep_all",
+    "resolve_device",
+    "to_host",
 ]
 
 #: numba is installed (and not disabled by ``BPVIDEO_NUMBA=0``); it is imported when the
@@ -68,7 +73,9 @@ NUMBA_MIN_SIZE = 1 << 22
 BACKENDS = {
     "numpy": "bpvideo.solvers.backends.numpy:NumpyBackend",
     "numba": "bpvideo.solvers.backends.numba:NumbaBackend",
+    "cuda": "bpvideo.solvers.backends.cuda:CudaBackend",
 }
+
 
 Thresholds = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -81,9 +88,10 @@ class Backend(Protocol):
     m x n array (an explicit starting point, only read).
     """
 
-    #: Name (``"numpy"``, ``"numba"``).
+    #: Name (``"numpy"``, ``"numba"``, ``"cuda"``).
     name: str
-    #: Array module of the buffers (``numpy``).
+    #: Array module of the buffers (``numpy``; CuPy for ``"cuda"``, whose solves move the
+    #: data to the device once and their results back once).
     xp: Any
 
     def fused_step(
@@ -181,8 +189,42 @@ class Backend(Protocol):
 
 
 def available_backends() -> list[str]:
-    """Names of the backends that can run here (``numba`` when it is installed)."""
-    return [name for name in BACKENDS if name != "numba" or HAVE_NUMBA]
+    """Names of the backends that can run here (``numba`` when it is installed, ``cuda``
+    when CuPy is installed and sees a GPU)."""
+    from bpvideo.solvers.backends.cuda import cuda_problem
+
+    return [
+        name
+        for name in BACKENDS
+        if (name != "numba" or HAVE_NUMBA) and (name != "cuda" or cuda_problem() is None)
+    ]
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """The device a solve runs on: ``"cpu"`` or ``"cuda"``.
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda"}, default "auto"
+        ``"auto"`` (or None): CUDA when CuPy is installed and sees a GPU, else the CPU.
+
+    Raises
+    ------
+    InputError
+        An unknown device, or ``"cuda"`` without CuPy or without a GPU (the message says
+        what to install).
+    """
+    from bpvideo.solvers.backends.cuda import cuda_problem
+
+    if device is None or device == "auto":
+        return "cuda" if cuda_problem() is None else "cpu"
+    if device not in DEVICES:
+        raise InputError(
+            f"{{device=}} must be one of: {', '.join(DEVICES)}", option=("device", device)
+        )
+    if device == "cuda" and (problem := cuda_problem()) is not None:
+        raise InputError(f"{{device='cuda'}} {problem}", option=("device", device))
+    return device
 
 
 _INSTANCES: dict[str, Backend] = {}
@@ -193,10 +235,11 @@ def get_backend(name: str | Backend | None = "auto", size: int | None = None) ->
 
     Parameters
     ----------
-    name : {"auto", "numpy", "numba"} or Backend, default "auto"
+    name : {"auto", "numpy", "numba", "cuda"} or Backend, default "auto"
         ``"auto"`` (or None): numba for matrices of at least :data:`NUMBA_MIN_SIZE`
         entries when it is installed (and ``BPVIDEO_NUMBA`` is not ``0``), numpy
-        otherwise. A :class:`Backend` is returned as is.
+        otherwise (a CPU backend: ``"cuda"`` is chosen by name, see
+        :func:`resolve_device`). A :class:`Backend` is returned as is.
     size : int, optional
         Entries of the data matrix (``"auto"`` only; None counts as small).
 
@@ -207,7 +250,8 @@ def get_backend(name: str | Backend | None = "auto", size: int | None = None) ->
     Raises
     ------
     InputError
-        An unknown name, or ``"numba"`` when numba is not installed.
+        An unknown name, ``"numba"`` when numba is not installed, ``"cuda"`` without
+        CuPy or a GPU.
 
     Examples
     --------
@@ -222,7 +266,9 @@ def get_backend(name: str | Backend | None = "auto", size: int | None = None) ->
         raise InputError(
             f"{{backend=}} must be one of: auto, {', '.join(BACKENDS)}", option=("backend", name)
         )
-    if name not in available_backends():
+    if name == "cuda":
+        resolve_device("cuda")
+    elif name not in available_backends():
         raise InputError(
             "{backend=} needs numba, which is not installed (or BPVIDEO_NUMBA=0): "
             "pip install 'bpvideo[fast]', or use {backend='numpy'}",
@@ -247,9 +293,10 @@ def keep_all(shape: tuple[int, int], dtype: Any) -> Thresholds:
 
 def exercise(backend: Backend, dtype: type = np.float32) -> None:
     """Run every kernel of ``backend`` once on a tiny problem (loads compiled kernels)."""
-    z = np.zeros((4, 4), dtype=dtype)
+    xp = backend.xp
+    z = xp.zeros((4, 4), dtype=dtype)
     W, Sp, Wl, A = (z.copy() for _ in range(4))
-    f = (np.zeros((4, 1), dtype=dtype), np.zeros((4, 1), dtype=dtype))
+    f = (xp.zeros((4, 1), dtype=dtype), xp.zeros((4, 1), dtype=dtype))
     _, Y, rows = backend.fused_step(W, Sp, Wl, A, None, None, f, f, 0.5, 0.5, 0.5, 1, block=f[1])
     thr = backend.thresholds(Sp, 1, 1, rows=rows)
     backend.thresholds(Sp, 1, 1)
@@ -257,5 +304,5 @@ def exercise(backend: Backend, dtype: type = np.float32) -> None:
     backend.t_matmul(Wl, Y)
     backend.matmul(Wl, f[1])
     backend.row_median(A)
-    backend.fused_step(W, Sp, Wl, A, np.ones((4, 4), dtype=bool), thr, A, A, 0.5, 0.5, 0.5, 1)
-    backend.row_median(A, np.ones((4, 4), dtype=bool))
+    backend.fused_step(W, Sp, Wl, A, xp.ones((4, 4), dtype=bool), thr, A, A, 0.5, 0.5, 0.5, 1)
+    backend.row_median(A, xp.ones((4, 4), dtype=bool))

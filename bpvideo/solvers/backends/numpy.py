@@ -109,15 +109,17 @@ def _np_apply_blocks(W, rt, rc, ct, cc):
     _np_map(run, W.shape[0], W.size)
 
 
-def _dense(L, dtype):
-    if isinstance(L, np.ndarray):
+def _dense(L, dtype, xp=np):
+    """``L`` as an m x n array of ``xp``: as given, or ``U V^T`` of factors ``(U, V)``."""
+    if not isinstance(L, tuple):
         return L
-    return (L[0].astype(dtype, copy=False) @ L[1].T.astype(dtype, copy=False)).astype(dtype)
+    U, V = (xp.asarray(f).astype(dtype, copy=False) for f in L)
+    return (U @ V.T).astype(dtype, copy=False)
 
 
 def _rows(L, lo: int, hi: int):
     """Rows ``lo:hi`` of a dense ``L``, or of the left factor of ``(U, V)``."""
-    return L[lo:hi] if isinstance(L, np.ndarray) else (L[0][lo:hi], L[1])
+    return (L[0][lo:hi], L[1]) if isinstance(L, tuple) else L[lo:hi]
 
 
 def _np_fused(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT):
@@ -138,33 +140,36 @@ def _np_fused(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT):
     return {key: sum(p[key] for p in parts) for key in parts[0]}, Y
 
 
-def _np_fused_rows(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT):
+def _np_fused_rows(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT, xp=np):
+    """The fused step on rows of the matrix (all of them, or a block); ``T_alpha`` first
+    when ``thr`` is given. Written against the array module ``xp`` (numpy, or CuPy for
+    :mod:`.cuda`): the one implementation of the step for both."""
     dt = W.dtype.type
     if thr is not None:
         _np_apply(W, *thr)
     s = W  # S_k
-    l_k = _dense(L, W.dtype)
-    l_p = _dense(Lp, W.dtype)
-    sq = {"S": float(np.vdot(Sp, Sp)), "L": float(np.vdot(l_p, l_p))}
+    l_k = _dense(L, W.dtype, xp)
+    l_p = _dense(Lp, W.dtype, xp)
+    sq = {"S": float(xp.vdot(Sp, Sp)), "L": float(xp.vdot(l_p, l_p))}
     d_l = l_k - l_p
-    d_s = np.subtract(s, Sp, out=Sp)
-    sq["dS"] = float(np.vdot(d_s, d_s))
-    sq["dL"] = float(np.vdot(d_l, d_l))
+    d_s = xp.subtract(s, Sp, out=Sp)
+    sq["dS"] = float(xp.vdot(d_s, d_s))
+    sq["dL"] = float(xp.vdot(d_l, d_l))
     e = A - l_k
     e -= s
     r = d_s + d_l
     r *= dt(b)
     r -= e  # R = Sb + Lb - A
     if mask is not None:
-        np.multiply(e, mask, out=e)
-        np.multiply(r, mask, out=r)
-    sq["E"] = float(np.vdot(e, e))
+        xp.multiply(e, mask, out=e)
+        xp.multiply(r, mask, out=r)
+    sq["E"] = float(xp.vdot(e, e))
     del e
     r *= dt(h)
     for X, dX, out in ((s, d_s, Sp), (l_k, d_l, Wl)):
         dX *= dt(a)
         dX += X
-        np.subtract(dX, r, out=out)
+        xp.subtract(dX, r, out=out)
     Y = Wl @ VwT.T if VwT.shape[0] else None
     return sq, Y
 
