@@ -30,13 +30,13 @@ car; a person who sits down for less than that stays foreground.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 from scipy.ndimage import maximum_filter1d
 
+from bpvideo.pipeline.light import fit_light, light_base, still_light
 from bpvideo.shadows import same_texture
 from bpvideo.solvers.backends import get_backend
 from bpvideo.thresholds import AGREE_K
@@ -50,13 +50,10 @@ __all__ = [
     "auto_sparsity",
     "changed_objects",
     "consistent_entries",
-    "fit_light",
-    "light_base",
     "motion_score",
     "observe_background",
     "reference_image",
     "still_entries",
-    "still_light",
 ]
 
 #: Fraction of each pixel's frames taken as its still ones (at least :data:`MIN_STILL`).
@@ -79,8 +76,6 @@ CONSISTENT_K = AGREE_K
 LIGHT_BOX = 0.25
 #: Whether the still frames are brought to one light before their median is taken.
 ONE_LIGHT = True
-#: Robust re-weighting passes of the per-frame gain and offset fit.
-_FIT_PASSES = 3
 
 
 def motion_score(
@@ -180,159 +175,6 @@ def consistent_entries(
     if still is not None:
         observed |= still
     return observed, noise
-
-
-def fit_light(
-    data: np.ndarray,
-    reference: np.ndarray,
-    *,
-    still: np.ndarray | None = None,
-    noise: float | None = None,
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Each frame as ``gain * reference + offset``: the global light, fitted robustly.
-
-    The first pass is a least-squares fit over the frame's still entries (background,
-    however much of the frame is covered; a fit started from all entries would follow an
-    object that covers most of the frame), the next ones over the entries within 2.5
-    noise levels of the current fit. A frame with fewer than :data:`_MIN_FIT` still
-    entries starts from ``gain = 1`` and its median difference.
-
-    Parameters
-    ----------
-    data : (m, n) ndarray
-        Frames as columns.
-    reference : (m,) ndarray
-    still : (m, n) bool ndarray, optional
-        :func:`still_entries`; the noise level is measured on them (1.4826 x the MAD of
-        the residual, at least 0.5 grey levels) when ``noise`` is not given.
-    noise : float, optional
-
-    Returns
-    -------
-    gain, offset : (n,) float32 ndarray
-    noise : float
-    """
-    A = np.asarray(data, dtype=np.float32)
-    b = np.asarray(reference, dtype=np.float32)
-    n = A.shape[1]
-    gain = np.ones(n, dtype=np.float32)
-    offset = np.median(A - b[:, None], axis=0).astype(np.float32)
-    weights = None
-    if still is not None and still.any():
-        weights = still.astype(np.float32)
-        gain, offset = _weighted_line(A, b, weights, gain, offset)
-    resid = A - (b[:, None] * gain + offset)
-    if noise is None:
-        picked = resid[still] if still is not None and still.any() else resid.ravel()
-        noise = 1.4826 * float(np.median(np.abs(picked - np.median(picked))))
-    noise = max(0.5, noise)
-    for _ in range(_FIT_PASSES):
-        weights = (np.abs(resid) < 2.5 * noise).astype(np.float32)
-        gain, offset = _weighted_line(A, b, weights, gain, offset)
-        np.subtract(A, b[:, None] * gain + offset, out=resid)
-    return gain, offset, noise
-
-
-def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.ndarray:
-    """Each frame's light against ``base``: one gain, fitted on its still entries only.
-
-    Still entries are background whatever covers the rest of the frame, so a person who
-    walks up to the camera cannot pass for a change of light. The gain is fitted through
-    the origin (light multiplies; a free offset as well made the pair ill-determined
-    where a frame's still entries span few grey levels: gains of 0.86 with offsets of +25
-    on steady frames of cdnet_office), from the median ratio over the still entries, then
-    by least squares over those within 2.5 noise levels of it (``base`` may be foreground
-    where someone sat for most of the window); a frame with fewer than :data:`_MIN_FIT`
-    still entries keeps gain 1.
-
-    Parameters
-    ----------
-    data : (m, n) ndarray
-    base : (m,) ndarray
-        :func:`light_base`.
-    still : (m, n) bool ndarray
-
-    Returns
-    -------
-    (n,) float32 ndarray
-    """
-    A = np.asarray(data, dtype=np.float32)
-    b = np.asarray(base, dtype=np.float32)
-    weights = still.astype(np.float32)
-    # Started from the median ratio (half the still entries may disagree with ``base``),
-    # then refined by least squares over the entries that agree.
-    usable = still & (b[:, None] > 8.0)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a frame with no usable entry
-        ratio = np.nanmedian(np.where(usable, A / np.maximum(b, 1.0)[:, None], np.nan), axis=0)
-    enough = usable.sum(0) >= _MIN_FIT
-    gain = np.where(enough & np.isfinite(ratio), ratio, 1.0).astype(np.float32)
-    resid = A - b[:, None] * gain
-    picked = resid[still]
-    if picked.size == 0:
-        return gain
-    noise = max(0.5, 1.4826 * float(np.median(np.abs(picked - np.median(picked)))))
-    for _ in range(_FIT_PASSES):
-        np.multiply(still, np.abs(resid) < 2.5 * noise, out=weights)
-        gain = _weighted_gain(A, b, weights, gain)
-        np.subtract(A, b[:, None] * gain, out=resid)
-    return gain
-
-
-def _weighted_gain(A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray) -> np.ndarray:
-    """Per column, the weighted least-squares ``a = g b``; columns with too few weights
-    keep their ``gain``."""
-    sw, sbb, sab = w.sum(0), w.T @ (b * b), (w * A).T @ b
-    ok = (sw >= _MIN_FIT) & (sbb > 1e-6)
-    return np.where(ok, sab / np.where(ok, sbb, 1.0), gain).astype(np.float32)
-
-
-#: Frames (evenly spread) whose per-pixel median is the light's reference.
-LIGHT_BASE_FRAMES = 64
-
-
-def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-    """Per-pixel median over :data:`LIGHT_BASE_FRAMES` frames spread over the window.
-
-    Parameters
-    ----------
-    data : (m, n) ndarray
-        Frames as columns.
-    mask : (m, n) bool ndarray, optional
-        Observed entries (the median is over those; a pixel never observed gives 0).
-
-    Returns
-    -------
-    (m,) float32 ndarray
-    """
-    n = data.shape[1]
-    cols = np.unique(np.linspace(0, n - 1, min(n, LIGHT_BASE_FRAMES)).round().astype(int))
-    picked = np.asarray(data[:, cols], dtype=np.float32)
-    if mask is None:
-        return np.median(picked, axis=1).astype(np.float32)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a pixel never observed
-        base = np.nanmedian(np.where(mask[:, cols], picked, np.nan), axis=1)
-    return np.nan_to_num(base).astype(np.float32)
-
-
-#: Fewest entries a frame's light is fitted on.
-_MIN_FIT = 10
-
-
-def _weighted_line(
-    A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray, offset: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per column, the weighted least-squares ``a = g b + c``; columns with too few
-    weights or no spread of ``b`` keep their ``gain`` and ``offset``."""
-    sw, sb, sbb = w.sum(0), w.T @ b, w.T @ (b * b)
-    sa, sab = (w * A).sum(0), (w * A).T @ b
-    det = sw * sbb - sb * sb
-    ok = (sw >= _MIN_FIT) & (det > 1e-9 * np.maximum(sw * sbb, 1e-30))
-    safe = np.where(ok, det, 1.0)
-    gain = np.where(ok, (sw * sab - sb * sa) / safe, gain).astype(np.float32)
-    offset = np.where(ok, (sa - gain * sb) / np.maximum(sw, 1), offset).astype(np.float32)
-    return gain, offset
 
 
 @dataclass

@@ -173,6 +173,12 @@ class RankProjector:
 
         ``T`` and ``P`` may be on the GPU; the k x k eigenproblem is solved on the host."""
         G = to_host(T.T @ T)
+        if T.dtype != np.float64 and float(np.abs(G).max(initial=0.0)) < _TINY_GRAM:
+            # Entries below ~1e-19 square to float32 denormals or zero: the Gram matrix,
+            # and the projection, in float64 (a rare path: a matrix of almost nothing).
+            T64 = T.astype(np.float64)
+            P, s, V = self._gram(T64, r)
+            return P.astype(T.dtype), s, V
         w, V = np.linalg.eigh(G.astype(np.float64, copy=False))
         V = V[:, ::-1]
         s = np.sqrt(np.clip(w[::-1], 0, None))
@@ -281,6 +287,10 @@ class RankProjector:
         """Return the best rank-r approximation of ``M`` (into ``out`` when given)."""
         U, V = (to_host(f) for f in self.factorize(M))
         return np.matmul(U, V.T, out=out)
+
+
+#: Below this, a float32 Gram matrix has lost its digits to underflow.
+_TINY_GRAM = 1e-30
 
 
 def _like(X, Y: np.ndarray):

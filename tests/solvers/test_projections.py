@@ -127,3 +127,11 @@ def test_project_rank_in_set_optimal_idempotent(
     best = (U[:, :r] * sv[:r]) @ Vt[:r]  # Eckart-Young optimum
     assert np.allclose(P, best, atol=1e-8 * sv[0])
     assert np.allclose(project_rank(P, rank), P, atol=1e-8 * sv[0])
+
+
+def test_rank_projection_of_a_matrix_of_almost_nothing() -> None:
+    """Entries near 1e-27 square to zero in float32: the projection stays exact."""
+    rng = np.random.default_rng(0)
+    M = (np.outer(rng.random(40), rng.random(6)) * 1e-26).astype(np.float32)
+    P = project_rank(M, 1)
+    assert np.abs(P - M).max() <= 1e-4 * np.abs(M).max()
