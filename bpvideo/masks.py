@@ -263,7 +263,7 @@ def foreground_masks(
     for j in range(n):
         if model is not None and model.shade is not None and frames is not None and out[j].any():
             grey, bg = _grey_frame(A, L, j, frames_first, frame_shape)
-            out[j] &= ~shadow_pixels(grey, bg, frames[j], model.shade)
+            out[j] &= ~shadow_pixels(grey, bg, frames[j], model.shade, out[j])
         clean_mask(
             out[j],
             open_radius=open_radius,

@@ -295,7 +295,8 @@ class SeparateSettings:
         "scale",
         "Solve on frames downscaled by this factor (INTER_AREA); the background is upsampled "
         "back and masks and outputs are computed at full resolution. auto = 0.25 for frames of "
-        "320x240 pixels or more, else 1 (full resolution).",
+        "320x240 pixels or more (at most 180x120 solved pixels: 0.15 at 720p, 0.10 at 1080p), "
+        "else 1 (full resolution).",
         low=0,
         high=1,
         low_open=True,

@@ -33,12 +33,18 @@ CHROMA = 0.05
 PATCH = 5
 #: Smallest correlation of a shadow's patch with the background's.
 TEXTURE = 0.5
+#: Side of the tiles the texture test runs on (only those holding candidates).
+_TILE = 64
 #: Below this local variance (grey levels squared) a patch is flat: no texture to test.
 _FLAT = 4.0
 
 
 def shadow_pixels(
-    grey: np.ndarray, background: np.ndarray, frame: np.ndarray, shade: np.ndarray
+    grey: np.ndarray,
+    background: np.ndarray,
+    frame: np.ndarray,
+    shade: np.ndarray,
+    where: np.ndarray | None = None,
 ) -> np.ndarray:
     """The pixels of one frame that look like a shadow on the background.
 
@@ -52,26 +58,58 @@ def shadow_pixels(
         The frame in colour (BGR).
     shade : (H, W, 3) float32 ndarray
         The background's colour (BGR).
+    where : (H, W) bool ndarray, optional
+        The pixels to test (the foreground, usually a small part of the frame); the
+        others are never a shadow. None: all of them.
 
     Returns
     -------
     (H, W) bool ndarray
     """
     a = np.asarray(grey, dtype=np.float32)
-    b = np.maximum(np.asarray(background, dtype=np.float32), 0.0)
-    ratio = (a + 1.0) / (b + 1.0)
-    candidate = (ratio > DARKEST) & (ratio < LIGHTEST)
-    if not candidate.any():
+    b = np.asarray(background, dtype=np.float32)
+    shape = a.shape
+    # every test on the pixels asked about only: at 1080p a full-frame float pass costs
+    # more than the foreground's few pixels
+    index = np.arange(a.size) if where is None else np.flatnonzero(where)
+    bv = np.maximum(b.reshape(-1)[index], 0.0)
+    ratio = (a.reshape(-1)[index] + 1.0) / (bv + 1.0)
+    index = index[(ratio > DARKEST) & (ratio < LIGHTEST)]
+    if index.size:
+        colour = frame.reshape(-1, 3)[index].astype(np.float32) + 1.0
+        chroma = colour / colour.sum(axis=1, keepdims=True)
+        ref = shade.reshape(-1, 3)[index] + 1.0  # unknown colour is -1: never a shadow
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ref_chroma = ref / ref.sum(axis=1, keepdims=True)
+        index = index[np.abs(chroma - ref_chroma).sum(axis=1) < CHROMA]
+    candidate = np.zeros(shape, dtype=bool)
+    if index.size == 0:
         return candidate
-    colour = frame.astype(np.float32) + 1.0
-    chroma = colour / colour.sum(axis=2, keepdims=True)
-    ref = shade + 1.0  # a pixel of unknown colour is -1: no chromaticity, never a shadow
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ref_chroma = ref / ref.sum(axis=2, keepdims=True)
-    candidate &= np.abs(chroma - ref_chroma).sum(axis=2) < CHROMA
-    if not candidate.any():
-        return candidate
-    return candidate & same_texture(a, b)
+    candidate.reshape(-1)[index] = True
+    return candidate & _texture_near(a, b, index)
+
+
+def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """:func:`same_texture` of ``a`` and ``max(b, 0)`` on the :data:`_TILE` x :data:`_TILE`
+    tiles holding the pixels ``index`` (False elsewhere). Each tile is filtered with a
+    margin of the patch's half width, so its box sums see the same neighbours as on the
+    whole frame."""
+    h, w = a.shape
+    rows, cols = np.divmod(index, w)
+    tiles_x = -(-w // _TILE)
+    tiles = np.unique((rows // _TILE) * tiles_x + cols // _TILE)
+    out = np.zeros(a.shape, dtype=bool)
+    r = PATCH // 2 + 1
+    for tile in tiles.tolist():
+        ty, tx = divmod(tile, tiles_x)
+        y0, x0 = ty * _TILE, tx * _TILE
+        y1, x1 = min(h, y0 + _TILE), min(w, x0 + _TILE)
+        cy0, cx0 = max(0, y0 - r), max(0, x0 - r)
+        cy1, cx1 = min(h, y1 + r), min(w, x1 + r)
+        crop_b = np.maximum(b[cy0:cy1, cx0:cx1], 0.0)
+        same = same_texture(a[cy0:cy1, cx0:cx1], crop_b)
+        out[y0:y1, x0:x1] = same[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
+    return out
 
 
 def same_texture(a: np.ndarray, b: np.ndarray, *, flat: bool = True) -> np.ndarray:

@@ -33,3 +33,20 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     assert clean_mask(got, open_radius=1, close_radius=2, min_area=20, out=got) is got
     np.testing.assert_array_equal(got, want)
     assert want[10, 10] and want.sum() < mask.sum()
+
+
+def test_shadow_test_on_some_pixels_equals_the_whole_frame_test():
+    from bpvideo.shadows import shadow_pixels
+
+    rng = np.random.default_rng(5)
+    frame = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    grey = frame.astype(np.float32).mean(axis=2)
+    background = grey * rng.uniform(1.0, 2.0, grey.shape).astype(np.float32)
+    shade = frame.astype(np.float32) * rng.uniform(0.97, 1.03, frame.shape).astype(np.float32)
+    where = np.zeros(grey.shape, dtype=bool)
+    where[10:30, 20:50] = True
+    whole = shadow_pixels(grey, background, frame, shade)
+    assert whole[where].any()
+    np.testing.assert_array_equal(
+        shadow_pixels(grey, background, frame, shade, where), whole & where
+    )

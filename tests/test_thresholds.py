@@ -116,3 +116,11 @@ def test_masks_are_right_whether_the_foreground_is_small_or_large() -> None:
         tp = (masks & truth).sum()
         f = 2 * tp / (masks.sum() + truth.sum())
         assert f > 0.9, (fraction, f)
+
+
+def test_masked_median_of_uint8_equals_float():
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 256, (500, 33), dtype=np.uint8)
+    mask = rng.random(values.shape) < 0.4
+    want = masked_median(values.astype(np.float64), mask)
+    np.testing.assert_array_equal(masked_median(values, mask), want)

@@ -265,6 +265,8 @@ class ReportBuilder:
             windows={
                 "window": plan.window,
                 "overlap": plan.overlap,
+                "whole_max": plan.whole_max,
+                "spooled": plan.spooled,
                 "count": len(self.reports),
                 "list": [r.to_dict() for r in self.reports],
             },

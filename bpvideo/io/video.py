@@ -63,7 +63,7 @@ class Video:
     @property
     def n_frames(self) -> int:
         """Number of frames (columns)."""
-        return self.data.shape[1]
+        return self.shape[1]
 
     @property
     def height(self) -> int:
@@ -72,6 +72,28 @@ class Video:
     @property
     def width(self) -> int:
         return self.frame_shape[1]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(m, n)``: the data matrix's shape."""
+        return self.data.shape
+
+    def rows(self, lo: int, hi: int, cols: np.ndarray, step: int = 1) -> np.ndarray:
+        """``data[lo:hi:step][:, cols]``: some rows of some frames, uint8 (as ``data``)."""
+        return self.data[lo:hi:step][:, cols]
+
+    def pixels(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray:
+        """BGR of the pixels ``lo:hi`` (row-major) of the frames ``cols``: (hi - lo, k, 3)."""
+        flat = self.frames.reshape(len(self.frames), -1, 3)
+        return np.ascontiguousarray(flat[cols, lo:hi].transpose(1, 0, 2))
+
+    def frame_block(self, lo: int, hi: int) -> np.ndarray:
+        """The BGR frames ``lo:hi``, (k, H, W, 3) uint8."""
+        return self.frames[lo:hi]
+
+    def plane_block(self, lo: int, hi: int) -> np.ndarray | None:
+        """The frames ``lo:hi`` of ``data`` one after another (``planes``), or None."""
+        return None if self.planes is None else self.planes[lo:hi]
 
     def as_frames(self, matrix: np.ndarray) -> np.ndarray:
         """Reshape an (m, n) matrix to ``(n, *frame_shape)`` frames (a view when possible)."""

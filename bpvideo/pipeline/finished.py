@@ -32,6 +32,15 @@ __all__ = ["OUTPUT_FRAMES", "Block", "Window", "columns_to_frames", "masked_fram
 #: window's full-resolution background is never held whole, and the encoders get frames
 #: while the next ones are formed.
 OUTPUT_FRAMES = 32
+#: Pixels of the frames whose outputs are formed at a time: :data:`OUTPUT_FRAMES` frames of
+#: 320x240, fewer of larger frames (2 at 720p, 1 at 1080p), so that a block's float32
+#: background, masks and foreground stay within a few tens of MB whatever the frame size.
+OUTPUT_PIXELS = OUTPUT_FRAMES * 320 * 240
+
+
+def output_frames(frame_shape: tuple[int, ...]) -> int:
+    """Frames per block of outputs, for frames of ``frame_shape`` (see :data:`OUTPUT_PIXELS`)."""
+    return max(1, min(OUTPUT_FRAMES, OUTPUT_PIXELS // (frame_shape[0] * frame_shape[1])))
 
 
 def masked_frames(frames: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -136,7 +145,8 @@ class Window:
         n = video.n_frames
         self.index = index
         self.numbers = list(video.frame_numbers[new_from:])
-        self.frames = video.frames[new_from:]
+        # spooled frames are read back a block at a time, when the outputs are formed
+        self._frames = None if video.frames is None else video.frames[new_from:]
         self.background = L.select(new_from, n)
         self.frame_shape = tuple(video.frame_shape)
         self.report = report
@@ -159,7 +169,24 @@ class Window:
     def __len__(self) -> int:
         return len(self.numbers)
 
-    def blocks(self, size: int = OUTPUT_FRAMES, *, keep: bool = True) -> Iterator[Block]:
+    @property
+    def frames(self) -> np.ndarray:
+        """(k, H, W, 3) uint8: the new frames (read back whole when they were spooled)."""
+        if self._frames is None:
+            if self._source is None:
+                raise RuntimeError("this window's spooled frames were released")
+            video, _, _, new_from = self._source
+            self._frames = video.frame_block(new_from, video.n_frames)
+        return self._frames
+
+    def _frame_block(self, lo: int, hi: int) -> np.ndarray:
+        """The new frames ``lo:hi`` (from the spool, unless kept)."""
+        if self._frames is not None or self._source is None:
+            return self.frames[lo:hi]
+        video, _, _, new_from = self._source
+        return video.frame_block(new_from + lo, new_from + hi)
+
+    def blocks(self, size: int | None = None, *, keep: bool = True) -> Iterator[Block]:
         """The window's frames with their background and masks, ``size`` at a time.
 
         With ``keep=False`` (and nothing formed yet) the blocks are formed and handed out
@@ -169,12 +196,13 @@ class Window:
         if not keep and self._formed == 0 and self._streamed is None:
             yield from self._stream()
             return
+        size = size or output_frames(self.frame_shape)
         k = len(self.numbers)
         for lo in range(0, k, size):
             hi = min(k, lo + size)
             self._form_until(hi)
             assert self._masks is not None and self._bg is not None
-            yield Block(self.numbers[lo:hi], self.frames[lo:hi], self._bg[lo:hi],
+            yield Block(self.numbers[lo:hi], self._frame_block(lo, hi), self._bg[lo:hi],
                         self._masks[lo:hi])  # fmt: skip
 
     @property
@@ -213,17 +241,20 @@ class Window:
         (unless they were streamed)."""
         if outputs and self._streamed is None:
             self._form_until(len(self))
+            self.frames  # noqa: B018 - kept with the outputs: read back before the spool goes
         self._source = None
         self.background = self.background.compact()
 
     def _stream(self) -> Iterator[Block]:
         """Blocks formed and handed out, not kept (see :meth:`blocks`)."""
         pixels = 0
-        for lo in range(0, len(self), OUTPUT_FRAMES):
-            hi = min(len(self), lo + OUTPUT_FRAMES)
-            masks, background = self._form(lo, hi)
+        step = output_frames(self.frame_shape)
+        for lo in range(0, len(self), step):
+            hi = min(len(self), lo + step)
+            frames = self._frame_block(lo, hi)
+            masks, background = self._form(lo, hi, frames)
             pixels += int(np.count_nonzero(masks))
-            yield Block(self.numbers[lo:hi], self.frames[lo:hi], background, masks)
+            yield Block(self.numbers[lo:hi], frames, background, masks)
         self._streamed = pixels
 
     def _form_until(self, hi: int) -> None:
@@ -235,12 +266,13 @@ class Window:
             self._bg = np.empty((len(self), *self.frame_shape), dtype=np.uint8)
         while self._formed < hi:
             lo = self._formed
-            end = min(len(self), lo + OUTPUT_FRAMES)
-            self._masks[lo:end], self._bg[lo:end] = self._form(lo, end)
+            end = min(len(self), lo + output_frames(self.frame_shape))
+            self._masks[lo:end], self._bg[lo:end] = self._form(lo, end, self._frame_block(lo, end))
             self._formed = end
 
-    def _form(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """Masks (k, H, W) and uint8 background frames of the new frames ``lo:hi``."""
+    def _form(self, lo: int, hi: int, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Masks (k, H, W) and uint8 background frames of the new frames ``lo:hi``
+        (``frames``, BGR)."""
         if self._source is None:
             raise RuntimeError("this window was released before its outputs were formed")
         video, L, S, new_from = self._source
@@ -248,9 +280,10 @@ class Window:
         t = time.perf_counter()
         shape = video.frame_shape
         # frame by frame (contiguous) when the frames are kept and nothing else is needed
-        by_frames = video.planes is not None and video.mask is None and S is None
+        planes = video.plane_block(lo, hi) if video.mask is None and S is None else None
+        by_frames = planes is not None
         if by_frames:
-            A, Lc = video.planes[lo:hi], L.frames(lo, hi, shape)
+            A, Lc = planes, L.frames(lo, hi, shape)
         else:
             A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
         kwargs = self._settings.mask_kwargs()
@@ -262,7 +295,7 @@ class Window:
             None if S is None else S[:, lo:hi],
             shape,
             observed=None if video.mask is None else video.mask[:, lo:hi],
-            frames=video.frames[lo:hi],
+            frames=frames,
             **kwargs,
         ).masks
         t2 = time.perf_counter()

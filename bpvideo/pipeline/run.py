@@ -43,6 +43,7 @@ from bpvideo.pipeline.solve import (
     solve_window,
     uses_reference,
 )
+from bpvideo.pipeline.spool import FrameSpool, SpooledVideo
 from bpvideo.pipeline.statistics import window_model
 from bpvideo.pipeline.windows import (
     CARRY_FRAMES,
@@ -50,6 +51,7 @@ from bpvideo.pipeline.windows import (
     chunk_windows,
     plan_window,
     planned_memory,
+    spools,
 )
 from bpvideo.progress import Tracker
 from bpvideo.settings import SeparateSettings, format_span
@@ -90,6 +92,9 @@ class Plan:
         :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
     device : {"cpu", "cuda"}
         Where the solver runs (``"auto"`` resolved).
+    spooled : bool
+        Whether the full-resolution frames of a window wait on disk (:func:`spools`), not
+        in memory.
     """
 
     window: int | None
@@ -98,6 +103,7 @@ class Plan:
     solve_scale: float
     memory: int | None = None
     device: str = "cpu"
+    spooled: bool = False
 
 
 def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
@@ -125,7 +131,8 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
     if memory is not None:
         memory += psutil.Process().memory_info().rss
     overlap = settings.overlap if window is not None else 0
-    return Plan(window, overlap, whole_max, scale, memory=memory, device=device)
+    return Plan(window, overlap, whole_max, scale, memory=memory, device=device,
+                spooled=spools(settings, scale))  # fmt: skip
 
 
 def iter_windows(
@@ -176,20 +183,52 @@ def iter_windows(
     """
     clock = clock or Stopwatch()
     plan = plan or plan_run(source, settings)
+    spool = _spool(source, settings, plan)
+    try:
+        yield from _windows(source, settings, plan, spool, clock, callback, outputs, empty_scene)
+    finally:
+        if spool is not None:
+            spool.close()
+
+
+def _spool(source: FrameSource, settings: SeparateSettings, plan: Plan) -> FrameSpool | None:
+    """The spool of the full-resolution frames, when the plan says so."""
+    if not plan.spooled:
+        return None
+    shape = _frame_shape(source, settings)
+    return FrameSpool(shape, scaled_size(shape, plan.solve_scale))
+
+
+def _windows(
+    source: FrameSource,
+    settings: SeparateSettings,
+    plan: Plan,
+    spool: FrameSpool | None,
+    clock: Stopwatch,
+    callback: Callback | None,
+    outputs: bool,
+    empty_scene: np.ndarray | tuple[int, int | None] | None,
+) -> Iterator[Window]:
+    """:func:`iter_windows` once its plan and spool are made."""
     warm = _warm_up(source, settings, plan)
     state = _Carry()
     if isinstance(empty_scene, np.ndarray):
         state.give(empty_scene, _frame_shape(source, settings), plan.solve_scale)
+    frames = source.frames
+    if spool is not None:  # (number, index in the spool): written to disk as they come
+        frames = ((number, spool.add(frame)) for number, frame in frames)
     chunks = chunk_windows(
-        source.frames, plan.window, settings.overlap, plan.whole_max, 2 * settings.rank + 2
+        frames, plan.window, settings.overlap, plan.whole_max, 2 * settings.rank + 2
     )
     t_read = clock.started
     for index, (chunk, new_from) in enumerate(chunks):
         clock.add("read", time.perf_counter() - t_read)
+        if spool is not None and chunk:
+            spool.release_before(chunk[0][1])
         if index == 0 and isinstance(empty_scene, tuple):
-            state.give(_first_frames_scene(chunk, empty_scene, settings, source.name),
+            state.give(_first_frames_scene(chunk, empty_scene, settings, source.name, spool),
                        _frame_shape(source, settings), plan.solve_scale)  # fmt: skip
-        video = _window_video(source, settings, plan, chunk, new_from, state, index)
+        video = _window_video(source, settings, plan, chunk, new_from, state, index, spool)
         del chunk
         if index == 0:
             _log_read(source, settings, plan, video, clock)
@@ -262,10 +301,11 @@ def _frame_shape(source: FrameSource, settings: SeparateSettings) -> tuple[int, 
 
 
 def _first_frames_scene(
-    chunk: list[tuple[int, np.ndarray]],
+    chunk: list[tuple[int, np.ndarray]] | list[tuple[int, int]],
     span: tuple[int, int | None],
     settings: SeparateSettings,
     name: str,
+    spool: FrameSpool | None = None,
 ) -> np.ndarray:
     """A given empty scene from frames ``span`` of the input (0-based, as ``--learn``), in
     a stream's first window."""
@@ -279,7 +319,7 @@ def _first_frames_scene(
             option=("background_from", settings.background_from),
         )
     picked = (
-        frame
+        frame if spool is None else spool.frame(frame)
         for i, (_, frame) in enumerate(chunk)
         if start <= settings.start + settings.step * i < end
     )
@@ -301,10 +341,11 @@ def _window_video(
     source: FrameSource,
     settings: SeparateSettings,
     plan: Plan,
-    chunk: list[tuple[int, np.ndarray]],
+    chunk: list[tuple[int, np.ndarray]] | list[tuple[int, int]],
     new_from: int,
     state: _Carry,
     index: int,
+    spool: FrameSpool | None = None,
 ) -> Video:
     """The checked data matrix of one window, with its observation mask."""
     if not chunk:
@@ -312,7 +353,11 @@ def _window_video(
     if plan.window is None:
         # The frame count was an estimate (or unknown): check the real one.
         plan_window(settings, source.width, source.height, len(chunk), name=source.name)
-    video = video_from_frames(chunk, gray=settings.gray, fps=source.fps, source=source.name)
+    if spool is not None:
+        numbers, indices = zip(*chunk, strict=True)
+        video: Video = SpooledVideo(spool, list(indices), list(numbers), source.fps, source.name)
+    else:
+        video = video_from_frames(chunk, gray=settings.gray, fps=source.fps, source=source.name)
     check_window(video, settings, source.name, state.carried is None)
     if settings.mask is not None:
         video.mask = load_observation_mask(
@@ -324,7 +369,7 @@ def _window_video(
             scale=settings.scale,
         )
     elif settings.observe is not None and settings.observe < 1.0:
-        video.mask = random_observation(video.data.shape, settings.observe, settings.seed + index)
+        video.mask = random_observation(video.shape, settings.observe, settings.seed + index)
     return video
 
 

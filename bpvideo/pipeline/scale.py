@@ -13,10 +13,12 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from bpvideo.io.video import Video
 from bpvideo.solvers import SolverResult
 from bpvideo.thresholds import masked_median
 
 __all__ = [
+    "AUTO_SOLVE_MAX_PIXELS",
     "AUTO_SOLVE_PIXELS",
     "AUTO_SOLVE_SCALE",
     "Background",
@@ -40,9 +42,16 @@ __all__ = [
 AUTO_SOLVE_PIXELS = 320 * 240
 #: ``--solve-scale auto`` for frames of at least :data:`AUTO_SOLVE_PIXELS` pixels.
 AUTO_SOLVE_SCALE = 0.25
+#: ``--solve-scale auto``: the most pixels a downscaled frame of the solve has (180x120,
+#: cdnet_fall's 720x480 at 1/4). Larger frames are solved at a smaller scale, so that the
+#: solve of a window costs the same at 720p and 1080p as at 720x480 and frames per window
+#: need not fall as frames grow (at 1920x1080: 0.102, 196x110).
+AUTO_SOLVE_MAX_PIXELS = 180 * 120
 #: Frames sampled (evenly) for the per-pixel median whose fine detail is added back to an
 #: upsampled background.
 DETAIL_FRAMES = 64
+#: Rows (pixels) of the sampled frames read at a time for the background's detail.
+DETAIL_ROWS = 1 << 16
 #: Channels per ``cv2.resize`` call (OpenCV 4 allows 512, OpenCV 5 only 128; fewer keep
 #: the float32 copy of a block of uint8 frames small).
 _RESIZE_CHANNELS = 32
@@ -56,7 +65,8 @@ def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> 
     solve_scale : float or "auto"
         ``--solve-scale``. A number is used as is; ``"auto"`` gives
         :data:`AUTO_SOLVE_SCALE` for frames of at least :data:`AUTO_SOLVE_PIXELS` pixels
-        (320x240), 1 for smaller frames.
+        (320x240), 1 for smaller frames, and less than :data:`AUTO_SOLVE_SCALE` where the
+        downscaled frame would have more than :data:`AUTO_SOLVE_MAX_PIXELS` pixels.
     width, height : int
         Frame size.
 
@@ -70,10 +80,15 @@ def effective_solve_scale(solve_scale: float | str, width: int, height: int) -> 
     (0.25, 1.0)
     >>> effective_solve_scale(1.0, 320, 240)
     1.0
+    >>> round(effective_solve_scale("auto", 1920, 1080), 3)
+    0.102
     """
     if solve_scale != "auto":
         return float(solve_scale)
-    return AUTO_SOLVE_SCALE if width * height >= AUTO_SOLVE_PIXELS else 1.0
+    pixels = width * height
+    if pixels < AUTO_SOLVE_PIXELS:
+        return 1.0
+    return min(AUTO_SOLVE_SCALE, (AUTO_SOLVE_MAX_PIXELS / pixels) ** 0.5)
 
 
 def resize_columns(
@@ -155,7 +170,7 @@ def median_detail(
 
 
 def reference_detail(
-    data: np.ndarray,
+    video: Video,
     frame_shape: tuple[int, ...],
     small_size: tuple[int, int],
     observed: np.ndarray,
@@ -170,15 +185,20 @@ def reference_detail(
     through the nearest-neighbour row map ``rows``), so that a person who lingers leaves
     no outline in the background. A pixel that agreed in none of the sampled frames (a
     person there all along) takes ``fallback``: the best guess of the background there.
+    The frames are read :data:`DETAIL_ROWS` rows at a time (``video.rows``: from memory or
+    from a spool).
 
     Returns
     -------
     (m, 1) float32 ndarray
     """
-    n = data.shape[1]
+    m, n = video.shape
     cols = np.unique(np.linspace(0, n - 1, min(n, DETAIL_FRAMES)).round().astype(np.intp))
-    agree = observed[:, cols][rows]
-    med = masked_median(data[:, cols], agree).astype(np.float32).reshape(-1, 1)
+    med = np.empty((m, 1), dtype=np.float32)
+    for lo in range(0, m, DETAIL_ROWS):
+        hi = min(m, lo + DETAIL_ROWS)
+        agree = observed[rows[lo:hi]][:, cols]
+        med[lo:hi, 0] = masked_median(video.rows(lo, hi, cols), agree)
     unknown = np.isnan(med)
     med[unknown] = np.asarray(fallback, dtype=np.float32).reshape(-1, 1)[unknown]
     small_shape = (small_size[1], small_size[0], *frame_shape[2:])

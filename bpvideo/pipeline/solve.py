@@ -32,10 +32,12 @@ from bpvideo.pipeline.scale import (
     solved_video_size,
     upsample_factors,
 )
+from bpvideo.pipeline.spool import SpooledVideo
 from bpvideo.pipeline.windows import (
     AUTO_WHOLE_MAX,
     CARRY_FRAMES,
     orthonormal,
+    uses_reference,
     warm_start,
     with_carried,
 )
@@ -143,11 +145,6 @@ def solve_device(settings: SeparateSettings) -> str:
     return resolve_device(settings.device)
 
 
-def uses_reference(settings: SeparateSettings) -> bool:
-    """Whether the solve observes only the entries a reference background explains."""
-    return settings.background_from != "none" and settings.mask_rule == "residual"
-
-
 def solve_window(
     video: Video,
     settings: SeparateSettings,
@@ -243,6 +240,10 @@ def _at_solve_scale(
         return video, solved_video_size(full_shape), full_shape
     size = scaled_size(full_shape, scale)
     small_shape = (size[1], size[0], *full_shape[2:])
+    if isinstance(video, SpooledVideo):  # downscaled as it was read
+        small = Video(data=video.small, frames=None, frame_shape=small_shape, fps=video.fps,
+                      source=video.source)  # fmt: skip
+        return small, size, small_shape
     mask = None
     if video.mask is not None:
         mask = resize_columns(
@@ -316,7 +317,7 @@ def _solve_observed(
     )
     if previous_detail is not None:
         fallback += previous_detail
-    detail = reference_detail(video.data, full_shape, size, observed, rows, fallback)
+    detail = reference_detail(video, full_shape, size, observed, rows, fallback)
     L = upsample_factors(
         result, slice(0, n), small_shape, full_shape, detail, previous_detail, ramp_from=new_from
     )

@@ -105,10 +105,11 @@ class _Agreement:
         self.rows = rows
         self.noise = None
         if observed is None:  # one noise level for the window, from a sample of entries
-            m, n = video.data.shape
-            index = np.arange(0, m, max(1, (m * min(n, 8)) // _PAIR_ENTRIES))
+            m, n = video.shape
+            step = max(1, (m * min(n, 8)) // _PAIR_ENTRIES)
+            index = np.arange(0, m, step)
             cols = np.unique(np.linspace(0, n - 1, min(n, 8)).round().astype(np.intp))
-            self.noise = residual_noise(video.data[index][:, cols] - L.rows(index, cols))
+            self.noise = residual_noise(video.rows(0, m, cols, step) - L.rows(index, cols))
 
     def __call__(self, lo: int, hi: int, cols: np.ndarray, step: int = 1) -> np.ndarray:
         """(rows ``lo:hi:step``, len(cols)) bool."""
@@ -116,7 +117,7 @@ class _Agreement:
         if self.observed is not None:
             out = self.observed[index if self.rows is None else self.rows[index]][:, cols]
         else:
-            residual = self.video.data[index][:, cols] - self.L.rows(index, cols)
+            residual = self.video.rows(lo, hi, cols, step) - self.L.rows(index, cols)
             out = agreement(residual, self.noise)
         if self.video.mask is not None:
             out &= self.video.mask[index][:, cols]
@@ -128,10 +129,9 @@ def _sensor_noise(video: Video, agree: _Agreement, cols: np.ndarray) -> float:
     on a subsample of the pixels."""
     n = video.n_frames
     nxt = np.minimum(cols + 1, n - 1)
-    m = video.data.shape[0]
+    m = video.shape[0]
     step = max(1, (m * len(cols)) // _PAIR_ENTRIES)
-    data = video.data[::step]
-    pairs = np.stack([data[:, cols], data[:, nxt]])
+    pairs = np.stack([video.rows(0, m, cols, step), video.rows(0, m, nxt, step)])
     return temporal_noise(pairs, np.stack([agree(0, m, cols, step), agree(0, m, nxt, step)]))
 
 
@@ -139,19 +139,16 @@ def _blocks(
     video: Video, L: Background, agree: _Agreement, cols: np.ndarray, shade: bool
 ) -> Iterator[SampleBlock]:
     """The sampled frames, :data:`BLOCK_PIXELS` pixels at a time."""
-    m = video.data.shape[0]
+    m = video.shape[0]
     channels = video.frame_shape[2] if len(video.frame_shape) == 3 else 1
     step = BLOCK_PIXELS * channels
-    colour = video.frames[cols].reshape(len(cols), -1, 3) if shade else None
     for lo in range(0, m, step):
         hi = min(m, lo + step)
         block_colour = None
-        if colour is not None:
-            block_colour = np.ascontiguousarray(
-                colour[:, lo // channels : hi // channels].transpose(1, 0, 2)
-            )
+        if shade:
+            block_colour = video.pixels(lo // channels, hi // channels, cols)
         yield SampleBlock(
-            np.ascontiguousarray(video.data[lo:hi][:, cols]),
+            np.ascontiguousarray(video.rows(lo, hi, cols)),
             L.block(lo, hi, cols),
             agree(lo, hi, cols),
             block_colour,

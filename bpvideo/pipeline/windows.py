@@ -32,6 +32,9 @@ __all__ = [
     "frame_bytes",
     "plan_window",
     "planned_memory",
+    "settings_frame_bytes",
+    "spools",
+    "uses_reference",
     "warm_start",
     "with_carried",
 ]
@@ -69,8 +72,28 @@ MEMORY_FRACTION = 0.6
 CARRY_FRAMES = 100
 
 
+def uses_reference(settings: SeparateSettings) -> bool:
+    """Whether the solve observes only the entries a reference background explains."""
+    return settings.background_from != "none" and settings.mask_rule == "residual"
+
+
+def spools(settings: SeparateSettings, solve_scale: float) -> bool:
+    """Whether a window's full-resolution frames are spooled to disk
+    (:class:`~bpvideo.pipeline.spool.FrameSpool`): when the solve runs downscaled with a
+    reference background (the default on frames of 320x240 and more), without an
+    observation mask; only the solve-scale matrix of a window is then held in memory."""
+    observe = settings.observe is not None and settings.observe < 1.0
+    return solve_scale < 1.0 and uses_reference(settings) and not settings.mask and not observe
+
+
 def frame_bytes(
-    width: int, height: int, *, color: bool, masked: bool = False, solve_scale: float = 1.0
+    width: int,
+    height: int,
+    *,
+    color: bool,
+    masked: bool = False,
+    solve_scale: float = 1.0,
+    spooled: bool = False,
 ) -> int:
     """Working memory per frame of a window: uint8 frames, float32 matrices, mask.
 
@@ -84,19 +107,23 @@ def frame_bytes(
         Whether an observation mask (one bool per matrix entry) is held.
     solve_scale : float
         The factor the solve runs at (its matrices have ``solve_scale**2`` of the pixels).
+    spooled : bool
+        Whether the full-resolution frames wait on disk (:func:`spools`): then only the
+        solve-scale column of a frame is held.
 
     Returns
     -------
     int
         Bytes per frame: the uint8 frame held at full resolution
-        (:data:`FRAME_PIXEL_BYTES` per pixel, plus the bool mask), and
-        ``m' * 4 * LIVE_MATRICES`` for the solver (m' = pixels x channels at the solve
-        scale).
+        (:data:`FRAME_PIXEL_BYTES` per pixel, plus the bool mask; none when spooled), and
+        ``m' * 4 * (LIVE_MATRICES + 1)`` for the solver and the solve-scale column kept
+        (m' = pixels x channels at the solve scale).
     """
     pixels = width * height
     m = pixels * (3 if color else 1)
     small = max(1, round(m * min(1.0, solve_scale) ** 2))
-    return pixels * FRAME_PIXEL_BYTES + (m if masked else 0) + small * 4 * LIVE_MATRICES
+    full = 0 if spooled else pixels * FRAME_PIXEL_BYTES + (m if masked else 0)
+    return full + small * 4 * (LIVE_MATRICES + 1)
 
 
 def estimate_memory(
@@ -120,6 +147,20 @@ def estimate_memory(
 OVERHEAD_BYTES = 256 << 20
 
 
+def settings_frame_bytes(settings: SeparateSettings, width: int, height: int) -> int:
+    """:func:`frame_bytes` of frames of ``width`` x ``height`` under ``settings``."""
+    masked = settings.mask is not None or settings.observe is not None
+    scale = effective_solve_scale(settings.solve_scale, width, height)
+    return frame_bytes(
+        width,
+        height,
+        color=not settings.gray,
+        masked=masked,
+        solve_scale=scale,
+        spooled=spools(settings, scale),
+    )
+
+
 def planned_memory(
     settings: SeparateSettings,
     width: int,
@@ -132,11 +173,7 @@ def planned_memory(
     carried columns, or a short clip read whole) at :func:`frame_bytes` each, plus
     :data:`SIZE_PIXEL_BYTES` per pixel and :data:`OVERHEAD_BYTES`; None when it cannot be
     known (a whole stream of unknown length)."""
-    masked = settings.mask is not None or settings.observe is not None
-    scale = effective_solve_scale(settings.solve_scale, width, height)
-    per_frame = frame_bytes(
-        width, height, color=not settings.gray, masked=masked, solve_scale=scale
-    )
+    per_frame = settings_frame_bytes(settings, width, height)
     if window is None or (frame_count is not None and frame_count <= whole_max):
         frames = frame_count  # read and solved whole: no carried columns
     else:
@@ -198,11 +235,7 @@ def plan_window(
     """
     avail = available if available is not None else available_memory()
     budget = int(avail * MEMORY_FRACTION)
-    masked = settings.mask is not None or settings.observe is not None
-    scale = effective_solve_scale(settings.solve_scale, width, height)
-    per_frame = frame_bytes(
-        width, height, color=not settings.gray, masked=masked, solve_scale=scale
-    )
+    per_frame = settings_frame_bytes(settings, width, height)
     fixed = width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
     fits = max(0, (budget - fixed) // per_frame)
     carry = lambda w: min(w, CARRY_FRAMES)  # noqa: E731 - background columns per window
@@ -388,7 +421,7 @@ def check_window(video: Video, settings: SeparateSettings, name: str, whole: boo
     """
     try:
         check_problem(
-            video.data.shape,
+            video.shape,
             settings.rank,
             settings.solver_sparsity,
             settings.gamma,

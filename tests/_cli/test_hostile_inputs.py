@@ -462,13 +462,11 @@ def test_a_clip_shorter_than_the_smallest_window_is_planned_whole() -> None:
     """Three frames of the largest size: the memory of three frames decides, not that of
     the smallest window (22 frames at rank 10), which would refuse a clip that fits."""
     from bpvideo.pipeline import windows
-    from bpvideo.pipeline.scale import effective_solve_scale
-    from bpvideo.pipeline.windows import frame_bytes, plan_window
+    from bpvideo.pipeline.windows import plan_window, settings_frame_bytes
     from bpvideo.settings import SeparateSettings
 
     settings = SeparateSettings(rank=10).validate()
-    scale = effective_solve_scale("auto", 16384, 8192)
-    per_frame = frame_bytes(16384, 8192, color=False, masked=False, solve_scale=scale)
+    per_frame = settings_frame_bytes(settings, 16384, 8192)
     fixed = 16384 * 8192 * windows.SIZE_PIXEL_BYTES + windows.OVERHEAD_BYTES
     room = int((5 * per_frame + fixed) / windows.MEMORY_FRACTION)  # five frames fit
     _, whole_max = plan_window(settings, 16384, 8192, 3, name="x", available=room)

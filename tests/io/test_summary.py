@@ -25,7 +25,14 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
         "method", "iterations", "converged", "residual", "change", "solve_scale", "device",
     ]  # fmt: skip
     assert list(summary["masks"]) == ["rule", "threshold", "noise", "foreground_fraction"]
-    assert list(summary["windows"]) == ["window", "overlap", "count", "list"]
+    assert list(summary["windows"]) == [
+        "window",
+        "overlap",
+        "whole_max",
+        "spooled",
+        "count",
+        "list",
+    ]
     assert list(summary["windows"]["list"][0]) == [
         "first_frame", "frames", "new_frames", "iterations", "converged", "residual",
         "change", "threshold", "noise", "sparsity", "observed",

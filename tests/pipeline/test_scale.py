@@ -13,11 +13,13 @@ from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
 from bpvideo.masks import foreground_masks
 from bpvideo.pipeline.scale import (
+    AUTO_SOLVE_MAX_PIXELS,
     AUTO_SOLVE_SCALE,
     Background,
     effective_solve_scale,
     nearest_rows,
     resize_columns,
+    scaled_size,
     upsample_factors,
 )
 from bpvideo.settings import SeparateSettings
@@ -89,6 +91,11 @@ def test_solve_scale_out_of_range_is_a_usage_error(run_cli, tiny_clip, tmp_path)
 def test_auto_solve_scale_follows_the_frame_size(run_cli, tiny_clip, tmp_path) -> None:
     assert effective_solve_scale("auto", 320, 240) == AUTO_SOLVE_SCALE == 0.25
     assert effective_solve_scale("auto", 640, 480) == 0.25
+    assert effective_solve_scale("auto", 720, 480) == 0.25  # cdnet_fall: 180x120
+    # larger frames: at most AUTO_SOLVE_MAX_PIXELS solved pixels, so windows need not shrink
+    for w, h in ((1280, 720), (1920, 1080), (3840, 2160)):
+        small = scaled_size((h, w), effective_solve_scale("auto", w, h))
+        assert abs(small[0] * small[1] - AUTO_SOLVE_MAX_PIXELS) < 0.02 * AUTO_SOLVE_MAX_PIXELS
     assert effective_solve_scale("auto", 200, 136) == 1.0  # CaVignal: F drops when scaled
     assert effective_solve_scale("auto", 160, 120) == 1.0
     assert effective_solve_scale(1.0, 320, 240) == 1.0
