@@ -185,7 +185,9 @@ def iter_windows(
     plan = plan or plan_run(source, settings)
     spool = _spool(source, settings, plan)
     try:
-        yield from _windows(source, settings, plan, spool, clock, callback, outputs, empty_scene)
+        yield from _windows(
+            source, settings, plan, spool, clock, callback, outputs, empty_scene, progress
+        )
     finally:
         if spool is not None:
             spool.close()
@@ -208,6 +210,7 @@ def _windows(
     callback: Callback | None,
     outputs: bool,
     empty_scene: np.ndarray | tuple[int, int | None] | None,
+    progress: Tracker | None,
 ) -> Iterator[Window]:
     """:func:`iter_windows` once its plan and spool are made."""
     warm = _warm_up(source, settings, plan)
