@@ -35,11 +35,12 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     assert want[10, 10] and want.sum() < mask.sum()
 
 
-def test_shadow_test_on_some_pixels_equals_the_whole_frame_test():
+@pytest.mark.parametrize("size", [(60, 80), (300, 400)])  # one pass; tiles around `where`
+def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size):
     from bpvideo.shadows import shadow_pixels
 
     rng = np.random.default_rng(5)
-    frame = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    frame = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
     grey = frame.astype(np.float32).mean(axis=2)
     background = grey * rng.uniform(1.0, 2.0, grey.shape).astype(np.float32)
     shade = frame.astype(np.float32) * rng.uniform(0.97, 1.03, frame.shape).astype(np.float32)
