@@ -35,6 +35,8 @@ PATCH = 5
 TEXTURE = 0.5
 #: Side of the tiles the texture test runs on (only those holding candidates).
 _TILE = 64
+#: Above this many tiles, the texture test runs once on the box around the candidates.
+_FEW_TILES = 4
 #: Below this local variance (grey levels squared) a patch is flat: no texture to test.
 _FLAT = 4.0
 
@@ -99,11 +101,14 @@ def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray
     tiles_x = -(-w // _TILE)
     tiles = np.unique((rows // _TILE) * tiles_x + cols // _TILE)
     r = PATCH // 2 + 1
-    if tiles.size * (_TILE + 2 * r) ** 2 >= a.size // 4:
-        # tiles over much of the frame (a small frame, a large foreground): one pass
-        # over the frame costs less than a call per tile, and gives the same answer
-        return same_texture(a, np.maximum(b, 0.0))
     out = np.zeros(a.shape, dtype=bool)
+    if tiles.size > _FEW_TILES:
+        # many tiles (a small frame, a large foreground): one pass over the box around
+        # the candidates costs less than a call per tile, and gives the same answer
+        y0, y1 = max(0, int(rows.min()) - r), min(h, int(rows.max()) + 1 + r)
+        x0, x1 = max(0, int(cols.min()) - r), min(w, int(cols.max()) + 1 + r)
+        out[y0:y1, x0:x1] = same_texture(a[y0:y1, x0:x1], np.maximum(b[y0:y1, x0:x1], 0.0))
+        return out
     for tile in tiles.tolist():
         ty, tx = divmod(tile, tiles_x)
         y0, x0 = ty * _TILE, tx * _TILE

@@ -35,8 +35,11 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     assert want[10, 10] and want.sum() < mask.sum()
 
 
-@pytest.mark.parametrize("size", [(60, 80), (300, 400)])  # one pass; tiles around `where`
-def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size):
+@pytest.mark.parametrize(
+    ("size", "box"),  # a few tiles around `where`; many tiles: one box around them
+    [((60, 80), (10, 30, 20, 50)), ((300, 400), (10, 30, 20, 50)), ((300, 400), (40, 290, 7, 333))],
+)
+def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box):
     from bpvideo.shadows import shadow_pixels
 
     rng = np.random.default_rng(5)
@@ -45,7 +48,7 @@ def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size):
     background = grey * rng.uniform(1.0, 2.0, grey.shape).astype(np.float32)
     shade = frame.astype(np.float32) * rng.uniform(0.97, 1.03, frame.shape).astype(np.float32)
     where = np.zeros(grey.shape, dtype=bool)
-    where[10:30, 20:50] = True
+    where[box[0] : box[1], box[2] : box[3]] = True
     whole = shadow_pixels(grey, background, frame, shade)
     assert whole[where].any()
     np.testing.assert_array_equal(
