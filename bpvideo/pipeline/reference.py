@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy.ndimage import maximum_filter1d
 
 from bpvideo.pipeline.light import fit_light, light_base, still_light
 from bpvideo.shadows import same_texture
@@ -108,7 +107,10 @@ def motion_score(
     for j in range(n):
         change[j] = cv2.blur(change[j], (box, box))
     score = cv2.transpose(change.reshape(n, h * w)) if h * w < 2**31 else change.reshape(n, -1).T
-    return maximum_filter1d(np.ascontiguousarray(score), 2 * reach + 1, axis=1)
+    # running maximum along time: a dilation by a 1 x (2 reach + 1) line (OpenCV's, not
+    # scipy.ndimage's maximum_filter1d, whose import alone costs ~0.35 s per run)
+    line = np.ones((1, 2 * reach + 1), dtype=np.uint8)
+    return cv2.dilate(np.ascontiguousarray(score), line, borderType=cv2.BORDER_REPLICATE)
 
 
 def still_entries(score: np.ndarray, fraction: float = STILL_FRAMES_FRACTION) -> np.ndarray:
