@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -205,3 +206,11 @@ def f_measure(masks: np.ndarray, truth: np.ndarray) -> float:
     """F-measure of boolean masks against boolean ground truth (or another mask set)."""
     tp = np.count_nonzero(masks & truth)
     return float(2 * tp / max(np.count_nonzero(masks) + np.count_nonzero(truth), 1))
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child that must stop on SIGINT: a shell starts background
+    jobs with SIGINT ignored, and Python keeps an ignored SIGINT ignored (the Unix
+    convention bpvideo follows too), so the child gets the terminal's default whatever
+    started the tests."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -25,7 +25,7 @@ import pytest
 from bpvideo.io.outputs import STAGING_PREFIX
 from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
-from tests.conftest import REPO, tiny_frames
+from tests.conftest import REPO, default_signals, tiny_frames
 
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -36,13 +36,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _default_signals() -> None:
-    # A shell starts background jobs with SIGINT ignored, and Python keeps an ignored
-    # SIGINT ignored (the Unix convention bpvideo follows too): give the child the
-    # terminal's default, whatever started the tests.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _start(*args: str | os.PathLike) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "bpvideo", "separate", *map(str, args)],
@@ -50,7 +43,7 @@ def _start(*args: str | os.PathLike) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=_env(),
-        preexec_fn=_default_signals,
+        preexec_fn=default_signals,
     )
     _STARTED.append(proc)
     return proc

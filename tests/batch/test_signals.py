@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from bpvideo.io.writers import write_video
-from tests.conftest import REPO, tiny_frames
+from tests.conftest import REPO, default_signals, tiny_frames
 
 FAST = "    rank: 1\n"
 SLOW = "    rank: 1\n    tol: 0\n    max_iter: 1000000\n"
@@ -61,6 +61,7 @@ def start() -> Iterator[Callable[..., subprocess.Popen]]:
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,
+            preexec_fn=default_signals,
         )
         started.append(proc)
         return proc
