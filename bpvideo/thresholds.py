@@ -46,7 +46,7 @@ __all__ = [
 #: a few grey levels of the background model's own error remain).
 MIN_AUTO_THRESHOLD = 8.0
 #: 1.4826 x the median absolute value is the standard deviation of Gaussian noise.
-_MAD_SCALE = 1.4826
+MAD_SCALE = 1.4826
 #: Side of the box that smooths the per-pixel noise (a median of a few dozen frames).
 _SMOOTH = 3
 #: An entry agrees with the background within this many noise levels (also the
@@ -203,7 +203,7 @@ def temporal_noise(pairs: np.ndarray, agree: np.ndarray | None = None) -> float:
     diff = np.abs(np.rint(diff - offset))
     if both is not None:
         diff = diff[both]
-    return _MAD_SCALE * grouped_median(diff) / np.sqrt(2.0)
+    return MAD_SCALE * grouped_median(diff) / np.sqrt(2.0)
 
 
 def auto_limit(
@@ -300,7 +300,7 @@ def model_from_blocks(
         return MaskModel(float(threshold), None, None, shade)
     spread = None
     if local:
-        spread = _MAD_SCALE * np.concatenate(spreads).astype(np.float32).reshape(H, W)
+        spread = MAD_SCALE * np.concatenate(spreads).astype(np.float32).reshape(H, W)
         unknown = np.isnan(spread)  # never seen agree: foreground in every sampled frame
         if unknown.all():
             spread[:] = 0.0

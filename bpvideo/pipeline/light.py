@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 
+from bpvideo.thresholds import MAD_SCALE
+
 __all__ = ["fit_light", "light_base", "still_light"]
 
 #: Robust re-weighting passes of the per-frame fits.
@@ -23,6 +25,7 @@ def fit_light(
     *,
     still: np.ndarray | None = None,
     noise: float | None = None,
+    passes: int = _FIT_PASSES,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Each frame as ``gain * reference + offset``: the global light, fitted robustly.
 
@@ -41,6 +44,9 @@ def fit_light(
         :func:`still_entries`; the noise level is measured on them (1.4826 x the MAD of
         the residual, at least 0.5 grey levels) when ``noise`` is not given.
     noise : float, optional
+    passes : int
+        Re-weighting passes after the first fit (0: the noise level is all the caller
+        needs; it is measured before them).
 
     Returns
     -------
@@ -58,10 +64,9 @@ def fit_light(
         gain, offset = _weighted_line(A, b, weights, gain, offset)
     resid = A - (b[:, None] * gain + offset)
     if noise is None:
-        picked = resid[still] if still is not None and still.any() else resid.ravel()
-        noise = 1.4826 * float(np.median(np.abs(picked - np.median(picked))))
+        noise = _mad_noise(resid[still] if still is not None and still.any() else resid.ravel())
     noise = max(0.5, noise)
-    for _ in range(_FIT_PASSES):
+    for _ in range(passes):
         weights = (np.abs(resid) < 2.5 * noise).astype(np.float32)
         gain, offset = _weighted_line(A, b, weights, gain, offset)
         np.subtract(A, b[:, None] * gain + offset, out=resid)
@@ -106,7 +111,7 @@ def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.nda
     picked = resid[still]
     if picked.size == 0:
         return gain
-    noise = max(0.5, 1.4826 * float(np.median(np.abs(picked - np.median(picked)))))
+    noise = max(0.5, _mad_noise(picked))
     for _ in range(_FIT_PASSES):
         np.multiply(still, np.abs(resid) < 2.5 * noise, out=weights)
         gain = _weighted_gain(A, b, weights, gain)
@@ -120,6 +125,11 @@ def _weighted_gain(A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray
     sw, sbb, sab = w.sum(0), w.T @ (b * b), (w * A).T @ b
     ok = (sw >= _MIN_FIT) & (sbb > 1e-6)
     return np.where(ok, sab / np.where(ok, sbb, 1.0), gain).astype(np.float32)
+
+
+def _mad_noise(values: np.ndarray) -> float:
+    """1.4826 x the median absolute deviation: the standard deviation of Gaussian noise."""
+    return MAD_SCALE * float(np.median(np.abs(values - np.median(values))))
 
 
 #: Frames (evenly spread) whose per-pixel median is the light's reference.

@@ -276,7 +276,7 @@ def observe_background(
         del flat
     else:
         own = reference_image(data, still)
-    noise = fit_light(data, own, still=still)[2]
+    noise = fit_light(data, own, still=still, passes=0)[2]  # the fit itself comes below
     kept = np.zeros(own.shape, dtype=bool)
     age = np.zeros(own.shape, dtype=np.int32)
     if previous is not None:
