@@ -159,16 +159,16 @@ def clean_mask(
     if out is None:
         out = np.empty(m.shape, dtype=bool)
     dest = out.view(np.uint8)
-    if min_area > 1 and m.any():
-        # labels, then areas by counting (3 times faster than connectedComponentsWithStats,
-        # which also finds boxes and centroids; the same labels and areas)
-        count, labels = cv2.connectedComponents(m, connectivity=8)
-        keep = np.bincount(labels.ravel(), minlength=count) >= min_area
-        keep[0] = False  # label 0 is the background
-        if count > 1 and not keep[1:].all():
-            np.take(keep.view(np.uint8), labels, out=dest)
-            return out
     np.not_equal(m, 0, out=out)
+    if min_area > 1 and m.any():
+        # labels, then areas by counting the foreground's labels (a few times faster than
+        # connectedComponentsWithStats, which also finds boxes and centroids)
+        count, labels = cv2.connectedComponents(m, connectivity=8)
+        pixels = np.flatnonzero(out)  # a bool array: several times faster than uint8
+        label = labels.reshape(-1)[pixels]
+        small = np.bincount(label, minlength=count) < min_area
+        if small.any():
+            dest.reshape(-1)[pixels[small[label]]] = 0
     return out
 
 

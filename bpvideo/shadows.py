@@ -37,6 +37,8 @@ TEXTURE = 0.5
 _TILE = 64
 #: Above this many tiles, the texture test runs once on the box around the candidates.
 _FEW_TILES = 4
+#: What testing one pixel's own patch costs, in pixels of a box filtered instead.
+_PATCH_COST = 25
 #: Below this local variance (grey levels squared) a patch is flat: no texture to test.
 _FLAT = 4.0
 
@@ -85,30 +87,37 @@ def shadow_pixels(
             ref_chroma = ref / ref.sum(axis=1, keepdims=True)
         index = index[np.abs(chroma - ref_chroma).sum(axis=1) < CHROMA]
     candidate = np.zeros(shape, dtype=bool)
-    if index.size == 0:
-        return candidate
-    candidate.reshape(-1)[index] = True
-    return candidate & _texture_near(a, b, index)
+    if index.size:
+        candidate.reshape(-1)[index[_texture_near(a, b, index)]] = True
+    return candidate
 
 
 def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """:func:`same_texture` of ``a`` and ``max(b, 0)`` on the :data:`_TILE` x :data:`_TILE`
-    tiles holding the pixels ``index`` (False elsewhere). Each tile is filtered with a
-    margin of the patch's half width, so its box sums see the same neighbours as on the
-    whole frame."""
+    """:func:`same_texture` of ``a`` and ``max(b, 0)`` at the pixels ``index``, by the
+    cheapest of three ways that agree up to rounding: the patches of the pixels themselves
+    (a few scattered pixels), the :data:`_TILE` x :data:`_TILE` tiles holding them, or
+    the box around them (many pixels).
+
+    Returns
+    -------
+    (N,) bool ndarray
+        One answer per pixel of ``index``.
+    """
     h, w = a.shape
     rows, cols = np.divmod(index, w)
+    r = PATCH // 2 + 1  # each tile or box is filtered with a margin: the same neighbours
+    y0, y1 = max(0, int(rows.min()) - r), min(h, int(rows.max()) + 1 + r)
+    x0, x1 = max(0, int(cols.min()) - r), min(w, int(cols.max()) + 1 + r)
     tiles_x = -(-w // _TILE)
     tiles = np.unique((rows // _TILE) * tiles_x + cols // _TILE)
-    r = PATCH // 2 + 1
+    many_tiles = tiles.size > _FEW_TILES  # then one box costs less than a call per tile
+    area = (y1 - y0) * (x1 - x0) if many_tiles else tiles.size * (_TILE + 2 * r) ** 2
+    if index.size * _PATCH_COST < area:
+        return _texture_at(a, b, index)
     out = np.zeros(a.shape, dtype=bool)
-    if tiles.size > _FEW_TILES:
-        # many tiles (a small frame, a large foreground): one pass over the box around
-        # the candidates costs less than a call per tile, and gives the same answer
-        y0, y1 = max(0, int(rows.min()) - r), min(h, int(rows.max()) + 1 + r)
-        x0, x1 = max(0, int(cols.min()) - r), min(w, int(cols.max()) + 1 + r)
+    if many_tiles:
         out[y0:y1, x0:x1] = same_texture(a[y0:y1, x0:x1], np.maximum(b[y0:y1, x0:x1], 0.0))
-        return out
+        return out.reshape(-1)[index]
     for tile in tiles.tolist():
         ty, tx = divmod(tile, tiles_x)
         y0, x0 = ty * _TILE, tx * _TILE
@@ -118,7 +127,45 @@ def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray
         crop_b = np.maximum(b[cy0:cy1, cx0:cx1], 0.0)
         same = same_texture(a[cy0:cy1, cx0:cx1], crop_b)
         out[y0:y1, x0:x1] = same[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
-    return out
+    return out.reshape(-1)[index]
+
+
+def _texture_at(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """:func:`same_texture` of ``a`` and ``max(b, 0)`` at the pixels ``index`` (N,), from
+    their own :data:`PATCH` x :data:`PATCH` patches (borders reflected as OpenCV's
+    filters do). Returns (N,) bool."""
+    h, w = a.shape
+    r = PATCH // 2
+    steps = np.arange(-r, r + 1)
+    # one row per place in the patch, one column per pixel: sums over the patch are then
+    # sums of contiguous rows
+    where = (steps[:, None] * w + steps).reshape(-1, 1) + index  # (PATCH**2, N)
+    rows, cols = np.divmod(index, w)
+    edge = np.flatnonzero((rows < r) | (rows >= h - r) | (cols < r) | (cols >= w - r))
+    if edge.size:
+        ys = _reflect(rows[edge, None] + steps, h) * w
+        xs = _reflect(cols[edge, None] + steps, w)
+        where[:, edge] = (ys[:, :, None] + xs[:, None, :]).reshape(edge.size, -1).T
+    pa = np.asarray(a, dtype=np.float32).reshape(-1).take(where)
+    pb = np.asarray(b, dtype=np.float32).reshape(-1).take(where)
+    np.maximum(pb, 0.0, out=pb)
+    # about each patch's centre: the statistics are shift-free, and float32 sums of
+    # small values keep the variance of a nearly flat patch exact
+    pa -= pa[len(pa) // 2]
+    pb -= pb[len(pb) // 2]
+    n = len(pa)
+    mean_a, mean_b = pa.sum(axis=0) / n, pb.sum(axis=0) / n
+    var_a = (pa * pa).sum(axis=0) / n - mean_a * mean_a
+    var_b = (pb * pb).sum(axis=0) / n - mean_b * mean_b
+    cov = (pa * pb).sum(axis=0) / n - mean_a * mean_b
+    return _similar(var_a, var_b, cov, flat=True)
+
+
+def _reflect(v: np.ndarray, n: int) -> np.ndarray:
+    """Indices ``v`` outside ``[0, n)`` reflected about the edge pixel (OpenCV's
+    BORDER_REFLECT_101)."""
+    v = np.abs(v)
+    return np.clip(np.where(v >= n, 2 * (n - 1) - v, v), 0, n - 1)
 
 
 def same_texture(a: np.ndarray, b: np.ndarray, *, flat: bool = True) -> np.ndarray:
@@ -137,13 +184,23 @@ def same_texture(a: np.ndarray, b: np.ndarray, *, flat: bool = True) -> np.ndarr
     -------
     (H, W) bool ndarray
     """
+    # less each image's mean: the statistics are shift-free, and float32 box sums of
+    # values near zero keep the variance of a nearly flat patch
     a = np.asarray(a, dtype=np.float32)
     b = np.asarray(b, dtype=np.float32)
+    a = a - np.float32(a.mean()) if a.size else a
+    b = b - np.float32(b.mean()) if b.size else b
     box = (PATCH, PATCH)
     mean_a, mean_b = cv2.blur(a, box), cv2.blur(b, box)
-    var_a = cv2.blur(a * a, box) - mean_a * mean_a
-    var_b = cv2.blur(b * b, box) - mean_b * mean_b
+    var_a = cv2.sqrBoxFilter(a, -1, box) - mean_a * mean_a
+    var_b = cv2.sqrBoxFilter(b, -1, box) - mean_b * mean_b
     cov = cv2.blur(a * b, box) - mean_a * mean_b
+    return _similar(var_a, var_b, cov, flat=flat)
+
+
+def _similar(var_a: np.ndarray, var_b: np.ndarray, cov: np.ndarray, *, flat: bool) -> np.ndarray:
+    """Where two patches of these variances and covariance correlate by at least
+    :data:`TEXTURE` (or, with ``flat``, are both flat)."""
     ncc = cov / np.sqrt(np.maximum(var_a * var_b, 1e-6))
     both_flat = (var_a < _FLAT) & (var_b < _FLAT)
     if flat:

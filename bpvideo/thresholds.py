@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo.robust import masked_median, nan_median
 from bpvideo.settings import default
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "agreement",
     "auto_limit",
     "grouped_median",
-    "masked_median",
     "model_from_blocks",
     "residual_noise",
     "temporal_noise",
@@ -112,43 +112,6 @@ class MaskModel:
         return self.local if self.local is not None else self.threshold
 
 
-def masked_median(
-    values: np.ndarray, mask: np.ndarray | None = None, empty: float = np.nan
-) -> np.ndarray:
-    """Median of each row over the entries where ``mask`` is True.
-
-    Parameters
-    ----------
-    values : (p, k) ndarray
-    mask : (p, k) bool ndarray, optional
-    empty : float, default NaN
-        The value of a row with no entry in ``mask``.
-
-    Returns
-    -------
-    (p,) float64 ndarray
-        The mean of the two middle values for an even count, as :func:`numpy.median`.
-    """
-    if mask is None:
-        return np.median(np.asarray(values, dtype=np.float64), axis=1)
-    values = np.asarray(values)
-    if values.dtype == np.uint8:  # exact in float32, whose sort is the fastest (SIMD)
-        x = values.astype(np.float32)
-        x[~mask] = np.inf
-        x.sort(axis=1)
-    else:
-        x = np.array(values, dtype=np.float64)
-        x[~mask] = np.inf
-        x.sort(axis=1)
-    count = mask.sum(axis=1)
-    rows = np.arange(len(x))
-    lo = np.maximum(count - 1, 0) // 2
-    hi = np.maximum(count // 2, lo)
-    med = 0.5 * (x[rows, lo].astype(np.float64) + x[rows, np.minimum(hi, x.shape[1] - 1)])
-    med[count == 0] = empty
-    return med
-
-
 def grouped_median(values: np.ndarray) -> float:
     """Median of integer-valued data, interpolated within its unit bin.
 
@@ -198,7 +161,7 @@ def temporal_noise(pairs: np.ndarray, agree: np.ndarray | None = None) -> float:
         offset = np.median(diff, axis=0)
     else:
         offset = (
-            np.nan_to_num(np.nanmedian(np.where(both, diff, np.nan), axis=0)) if both.any() else 0.0
+            np.nan_to_num(nan_median(np.where(both, diff, np.nan), axis=0)) if both.any() else 0.0
         )
     diff = np.abs(np.rint(diff - offset))
     if both is not None:

@@ -10,23 +10,8 @@ from bpvideo.thresholds import (
     MIN_AUTO_THRESHOLD,
     auto_limit,
     grouped_median,
-    masked_median,
     temporal_noise,
 )
-
-
-def test_masked_median_equals_numpy_median_of_the_kept_entries() -> None:
-    rng = np.random.default_rng(1)
-    values = rng.normal(size=(50, 9))
-    mask = rng.random((50, 9)) < 0.6
-    mask[3] = False
-    got = masked_median(values, mask)
-    for i in range(50):
-        if mask[i].any():
-            assert got[i] == pytest.approx(np.median(values[i, mask[i]]))
-    assert np.isnan(got[3])
-    assert masked_median(values, mask, empty=-1.0)[3] == -1.0
-    np.testing.assert_allclose(masked_median(values), np.median(values, axis=1))
 
 
 def test_grouped_median_moves_smoothly_where_the_plain_median_jumps() -> None:
@@ -116,11 +101,3 @@ def test_masks_are_right_whether_the_foreground_is_small_or_large() -> None:
         tp = (masks & truth).sum()
         f = 2 * tp / (masks.sum() + truth.sum())
         assert f > 0.9, (fraction, f)
-
-
-def test_masked_median_of_uint8_equals_float():
-    rng = np.random.default_rng(3)
-    values = rng.integers(0, 256, (500, 33), dtype=np.uint8)
-    mask = rng.random(values.shape) < 0.4
-    want = masked_median(values.astype(np.float64), mask)
-    np.testing.assert_array_equal(masked_median(values, mask), want)

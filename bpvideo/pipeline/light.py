@@ -7,10 +7,9 @@ to be background (a pixel's still frames) and refine over the entries that agree
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from bpvideo.robust import nan_median
 from bpvideo.thresholds import MAD_SCALE
 
 __all__ = ["fit_light", "light_base", "still_light"]
@@ -102,9 +101,8 @@ def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.nda
     # Started from the median ratio (half the still entries may disagree with ``base``),
     # then refined by least squares over the entries that agree.
     usable = still & (b[:, None] > 8.0)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a frame with no usable entry
-        ratio = np.nanmedian(np.where(usable, A / np.maximum(b, 1.0)[:, None], np.nan), axis=0)
+    with np.errstate(all="ignore"):  # a frame with no usable entry: NaN
+        ratio = nan_median(np.where(usable, A / np.maximum(b, 1.0)[:, None], np.nan), axis=0)
     enough = usable.sum(0) >= _MIN_FIT
     gain = np.where(enough & np.isfinite(ratio), ratio, 1.0).astype(np.float32)
     resid = A - b[:, None] * gain
@@ -155,9 +153,8 @@ def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     picked = np.asarray(data[:, cols], dtype=np.float32)
     if mask is None:
         return np.median(picked, axis=1).astype(np.float32)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a pixel never observed
-        base = np.nanmedian(np.where(mask[:, cols], picked, np.nan), axis=1)
+    with np.errstate(all="ignore"):  # a pixel never observed: NaN
+        base = nan_median(np.where(mask[:, cols], picked, np.nan), axis=1)
     return np.nan_to_num(base).astype(np.float32)
 
 

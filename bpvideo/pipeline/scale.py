@@ -14,8 +14,8 @@ import cv2
 import numpy as np
 
 from bpvideo.io.video import Video
+from bpvideo.robust import masked_median
 from bpvideo.solvers import SolverResult
-from bpvideo.thresholds import masked_median
 
 __all__ = [
     "AUTO_SOLVE_MAX_PIXELS",

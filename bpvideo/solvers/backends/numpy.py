@@ -8,12 +8,13 @@ side by side by threads (numpy releases the interpreter lock in its loops).
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+
+from bpvideo.robust import masked_median
 
 __all__ = ["NP_BLOCKS", "NP_SPLIT_SIZE", "NumpyBackend"]
 
@@ -177,10 +178,7 @@ def _np_fused_rows(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT, xp=np):
 def _np_row_median(A, mask):
     if mask is None:
         return np.median(A, axis=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-unobserved rows: NaN
-        med = np.nanmedian(np.where(mask, A, np.nan), axis=1)
-    return np.nan_to_num(med)
+    return masked_median(A, mask, empty=0.0)  # an all-unobserved row: 0
 
 
 class NumpyBackend:
