@@ -7,7 +7,7 @@ above the threshold is taken for a shadow, and left out of the mask, when
 
 1. its brightness is between :data:`DARKEST` and :data:`LIGHTEST` times the background's;
 2. its chromaticity (B, G, R divided by their sum) is within :data:`CHROMA` (L1) of the
-   background's colour (:attr:`bpvideo.thresholds.MaskModel.shade`);
+   background's (:attr:`bpvideo.thresholds.MaskModel.shade`, of each window);
 3. its neighbourhood (:data:`PATCH` x :data:`PATCH`) correlates with the background's
    by at least :data:`TEXTURE` (normalised cross-correlation), or both are flat. This
    keeps dark grey cars and black clothes, whose colour passes the first two tests.
@@ -21,7 +21,16 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-__all__ = ["CHROMA", "DARKEST", "LIGHTEST", "PATCH", "TEXTURE", "same_texture", "shadow_pixels"]
+__all__ = [
+    "CHROMA",
+    "DARKEST",
+    "LIGHTEST",
+    "PATCH",
+    "TEXTURE",
+    "chromaticity",
+    "same_texture",
+    "shadow_pixels",
+]
 
 #: Darkest shadow, as a fraction of the background's brightness.
 DARKEST = 0.4
@@ -61,7 +70,7 @@ def shadow_pixels(
     frame : (H, W, 3) uint8 ndarray
         The frame in colour (BGR).
     shade : (H, W, 3) float32 ndarray
-        The background's colour (BGR).
+        The background's :func:`chromaticity` (NaN where its colour is unknown).
     where : (H, W) bool ndarray, optional
         The pixels to test (the foreground, usually a small part of the frame); the
         others are never a shadow. None: all of them.
@@ -80,16 +89,29 @@ def shadow_pixels(
     ratio = (a.reshape(-1)[index] + 1.0) / (bv + 1.0)
     index = index[(ratio > DARKEST) & (ratio < LIGHTEST)]
     if index.size:
-        colour = frame.reshape(-1, 3)[index].astype(np.float32) + 1.0
-        chroma = colour / colour.sum(axis=1, keepdims=True)
-        ref = shade.reshape(-1, 3)[index] + 1.0  # unknown colour is -1: never a shadow
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ref_chroma = ref / ref.sum(axis=1, keepdims=True)
+        chroma = chromaticity(frame.reshape(-1, 3)[index])
+        ref_chroma = shade.reshape(-1, 3)[index]  # NaN (unknown colour): never a shadow
         index = index[np.abs(chroma - ref_chroma).sum(axis=1) < CHROMA]
     candidate = np.zeros(shape, dtype=bool)
     if index.size:
         candidate.reshape(-1)[index[_texture_near(a, b, index)]] = True
     return candidate
+
+
+def chromaticity(colour: np.ndarray) -> np.ndarray:
+    """B, G, R as fractions of their sum (each plus one, so that black has a colour).
+
+    Parameters
+    ----------
+    colour : (..., 3) ndarray
+        BGR colours; NaN (unknown) colours give NaN.
+
+    Returns
+    -------
+    (..., 3) float32 ndarray
+    """
+    c = np.asarray(colour, dtype=np.float32) + np.float32(1.0)
+    return c / c.sum(axis=-1, keepdims=True)
 
 
 def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 from bpvideo.robust import masked_median, nan_median
 from bpvideo.settings import default
+from bpvideo.shadows import chromaticity
 
 __all__ = [
     "AGREE_K",
@@ -98,7 +99,8 @@ class MaskModel:
     local : (H, W) float32 ndarray or None
         Per-pixel thresholds, at least ``threshold`` (``noise="local"``), else None.
     shade : (H, W, 3) float32 ndarray or None
-        The colour of the background (BGR), for the shadow test; None keeps shadows.
+        The :func:`~bpvideo.shadows.chromaticity` of the background's colour, NaN where it
+        is unknown, for the shadow test; None keeps shadows.
     """
 
     threshold: float
@@ -257,8 +259,7 @@ def model_from_blocks(
             )
     shade = None
     if shades:  # a pixel never seen agree keeps no colour (the shadow test then fails)
-        shade = np.nan_to_num(np.concatenate(shades), nan=-1.0).reshape(H, W, 3)
-        shade = shade.astype(np.float32)
+        shade = chromaticity(np.concatenate(shades).reshape(H, W, 3))
     if threshold != "auto":
         return MaskModel(float(threshold), None, None, shade)
     spread = None

@@ -40,13 +40,14 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     [((60, 80), (10, 30, 20, 50)), ((300, 400), (10, 30, 20, 50)), ((300, 400), (40, 290, 7, 333))],
 )
 def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box):
-    from bpvideo.shadows import shadow_pixels
+    from bpvideo.shadows import chromaticity, shadow_pixels
 
     rng = np.random.default_rng(5)
     frame = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
     grey = frame.astype(np.float32).mean(axis=2)
     background = grey * rng.uniform(1.0, 2.0, grey.shape).astype(np.float32)
     shade = frame.astype(np.float32) * rng.uniform(0.97, 1.03, frame.shape).astype(np.float32)
+    shade = chromaticity(shade)
     where = np.zeros(grey.shape, dtype=bool)
     where[box[0] : box[1], box[2] : box[3]] = True
     whole = shadow_pixels(grey, background, frame, shade)
