@@ -151,25 +151,43 @@ def clean_mask(
         ``out`` when given.
     """
     m = mask.view(np.uint8) if mask.dtype == bool and mask.flags.c_contiguous else mask
-    m = m.astype(np.uint8, copy=False)
+    m = np.asarray(m).astype(np.uint8, copy=False)
+    if out is None:
+        out = np.empty(m.shape, dtype=bool)
+    # Only the box around the foreground, with a margin that no opening or closing
+    # reaches across, needs the work: outside it the answer is 0, inside it is the
+    # whole frame's (OpenCV's morphology treats the box's edge as neutral, as the
+    # frame's, and every blob lies inside it).
+    x, y, w, h = cv2.boundingRect(m)
+    margin = 2 * (open_radius + close_radius) + 1
+    y0, y1 = max(0, y - margin), min(m.shape[0], y + h + margin)
+    x0, x1 = max(0, x - margin), min(m.shape[1], x + w + margin)
+    box = np.zeros((y1 - y0, x1 - x0) if w else (0, 0), dtype=bool)
+    if w:
+        _clean(m[y0:y1, x0:x1], open_radius, close_radius, min_area, box)
+    out[...] = False  # only now: ``out`` may be ``mask``
+    out[y0 : y0 + box.shape[0], x0 : x0 + box.shape[1]] = box
+    return out
+
+
+def _clean(
+    m: np.ndarray, open_radius: int, close_radius: int, min_area: int, out: np.ndarray
+) -> None:
+    """:func:`clean_mask` of the uint8 mask ``m`` into the C-contiguous bool ``out``."""
     if open_radius > 0:
         m = cv2.morphologyEx(m, cv2.MORPH_OPEN, _disk(open_radius))
     if close_radius > 0:
         m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, _disk(close_radius))
-    if out is None:
-        out = np.empty(m.shape, dtype=bool)
-    dest = out.view(np.uint8)
     np.not_equal(m, 0, out=out)
     if min_area > 1 and m.any():
         # labels, then areas by counting the foreground's labels (a few times faster than
         # connectedComponentsWithStats, which also finds boxes and centroids)
-        count, labels = cv2.connectedComponents(m, connectivity=8)
+        count, labels = cv2.connectedComponents(np.ascontiguousarray(m), connectivity=8)
         pixels = np.flatnonzero(out)  # a bool array: several times faster than uint8
         label = labels.reshape(-1)[pixels]
         small = np.bincount(label, minlength=count) < min_area
         if small.any():
-            dest.reshape(-1)[pixels[small[label]]] = 0
-    return out
+            out.reshape(-1)[pixels[small[label]]] = False
 
 
 def foreground_masks(
@@ -258,8 +276,12 @@ def foreground_masks(
     else:  # pragma: no cover - more than 2**31 rows
         out = np.ascontiguousarray(raw.T).reshape((n, *frame_shape))
     del raw
-    if out.ndim == 4:
-        out = out.any(axis=3)
+    if out.ndim == 4:  # any channel, one channel at a time: ten times .any(axis=3)'s speed
+        channels = out
+        out = channels[..., 0].copy()
+        for c in range(1, channels.shape[3]):
+            out |= channels[..., c]
+        del channels
     for j in range(n):
         if model is not None and model.shade is not None and frames is not None and out[j].any():
             grey, bg = _grey_frame(A, L, j, frames_first, frame_shape)

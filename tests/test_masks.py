@@ -55,3 +55,29 @@ def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box):
     np.testing.assert_array_equal(
         shadow_pixels(grey, background, frame, shade, where), whole & where
     )
+
+
+@pytest.mark.parametrize("radii", [(1, 3), (0, 2), (2, 0), (0, 0)])
+def test_clean_mask_equals_the_whole_frame_clean_up(radii) -> None:
+    # clean_mask works on the box around the foreground: the same answer as opening,
+    # closing and dropping small blobs of the whole frame, blobs at the edges included
+    import cv2
+
+    open_r, close_r = radii
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        mask = np.zeros((90, 120), dtype=bool)
+        for _ in range(rng.integers(0, 5)):
+            y, x = rng.integers(-8, 95), rng.integers(-8, 125)
+            h, w = rng.integers(1, 25, 2)
+            ys, xs = slice(max(0, y), max(0, y + h)), slice(max(0, x), max(0, x + w))
+            mask[ys, xs] = rng.random(mask[ys, xs].shape) < 0.75
+        m = mask.astype(np.uint8)
+        for op, r in ((cv2.MORPH_OPEN, open_r), (cv2.MORPH_CLOSE, close_r)):
+            if r:
+                m = cv2.morphologyEx(m, op, cv2.getStructuringElement(
+                    cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1)))  # fmt: skip
+        _, labels, stats, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
+        want = (stats[labels, cv2.CC_STAT_AREA] >= 20) & (labels > 0)
+        got = clean_mask(mask, open_radius=open_r, close_radius=close_r, min_area=20)
+        np.testing.assert_array_equal(got, want)
