@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from bpvideo.allocator import keep_freed_memory
 from bpvideo.errors import BpvideoError, InputError, Terminated
 from bpvideo.progress import Progress
 from bpvideo.settings import cli_flags
@@ -306,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     from bpvideo._cli import cli
 
     _open_closed_streams()
+    if argv is None:  # this process is bpvideo's own
+        keep_freed_memory()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     before = len(_committed())
