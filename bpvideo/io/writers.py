@@ -203,6 +203,10 @@ class MaskWriter:
 
 #: Bytes of frames queued for each encoder.
 QUEUE_BYTES = 16 << 20
+#: Up to this frame size (640x480) x264 encodes in one thread: 7-13 % less CPU than its
+#: frame threads, and still over 200 frames/s at veryfast, faster than any pipeline that
+#: feeds it (docs/performance.md).
+ONE_THREAD_PIXELS = 640 * 480
 
 
 class VideoStream:
@@ -266,6 +270,8 @@ class VideoStream:
         else:
             codec, pix_out = "libx264", "yuv420p"
             params = ["-crf", str(self.crf), "-preset", self.preset, "-movflags", "+faststart"]
+            if h * w <= ONE_THREAD_PIXELS:
+                params += ["-threads", "1"]
         self._pad = (pad_h, pad_w)
         self._colour = colour
         self._shape = frame.shape
