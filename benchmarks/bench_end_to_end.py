@@ -110,10 +110,12 @@ def opencv_child(method: str, clip: str, frames: int, outdir: str, ffmpeg: str) 
 
 
 def bpvideo_child(args: list[str]) -> dict:
-    """Run ``bpvideo separate ARGS`` in this process; report its summary and peak memory."""
+    """Run ``bpvideo separate ARGS`` in this process as the console script does (its
+    process set-up included); report its peak memory."""
     from bpvideo._cli import main
 
-    code = main(["separate", *args, "--json", "-q"])
+    sys.argv = ["bpvideo", "separate", *args, "--json", "-q"]
+    code = main()
     if code:
         raise SystemExit(code)
     return {"peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}

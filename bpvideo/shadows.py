@@ -130,8 +130,9 @@ def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray
     rows, cols = np.divmod(index, w)
     tiles_x = -(-w // _TILE)
     tile_of = (rows // _TILE) * tiles_x + cols // _TILE
-    dense = np.flatnonzero(np.bincount(tile_of) > _TILE_COST)
-    in_dense = np.isin(tile_of, dense) if dense.size else np.zeros(index.size, dtype=bool)
+    dense_tile = np.bincount(tile_of) > _TILE_COST
+    in_dense = dense_tile[tile_of]
+    dense = np.flatnonzero(dense_tile)
     same = np.empty(index.size, dtype=bool)
     sparse = np.flatnonzero(~in_dense)
     for lo in range(0, sparse.size, _CHUNK):

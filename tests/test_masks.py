@@ -81,3 +81,34 @@ def test_clean_mask_equals_the_whole_frame_clean_up(radii) -> None:
         want = (stats[labels, cv2.CC_STAT_AREA] >= 20) & (labels > 0)
         got = clean_mask(mask, open_radius=open_r, close_radius=close_r, min_area=20)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("level", [30.0, 200.0])
+def test_texture_test_agrees_with_exact_statistics(level) -> None:
+    # both ways of the texture test (a pixel's own patch, a filtered tile) against the
+    # correlation and variances of each 5x5 patch computed in float64 about its mean,
+    # on nearly flat, bright surfaces where float32 sums of raw grey levels cancel
+    from bpvideo import shadows
+
+    rng = np.random.default_rng(11)
+    h, w = 96, 128
+    # texture from flat to plain (across), the frame's own noise from little to much (down)
+    b = level + rng.normal(0.0, 1.0, (h, w)) * np.geomspace(0.02, 4.0, w)
+    a = 0.7 * b + rng.normal(0.0, 1.0, (h, w)) * np.linspace(0.5, 6.0, h)[:, None]
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    index = np.arange(h * w)
+    patches = np.lib.stride_tricks.sliding_window_view(
+        np.pad(np.stack([a, b]).astype(np.float64), ((0, 0), (2, 2), (2, 2)), "reflect"),
+        (5, 5), axis=(1, 2),
+    ).reshape(2, h * w, 25)  # fmt: skip
+    pa, pb = patches - patches.mean(axis=2, keepdims=True)
+    var_a, var_b, cov = (pa * pa).mean(1), (pb * pb).mean(1), (pa * pb).mean(1)
+    ncc = cov / np.sqrt(np.maximum(var_a * var_b, 1e-6))
+    exact = (ncc > shadows.TEXTURE) | ((var_a < shadows._FLAT) & (var_b < shadows._FLAT))
+    clear = (np.abs(ncc - shadows.TEXTURE) > 1e-3) & (np.abs(var_a - shadows._FLAT) > 1e-3)
+    clear &= np.abs(var_b - shadows._FLAT) > 1e-3
+    own = shadows._texture_at(a, b, index)
+    tiles = shadows.same_texture(a, b).reshape(-1)
+    assert 0.05 < exact.mean() < 0.95
+    np.testing.assert_array_equal(own[clear], exact[clear])
+    np.testing.assert_array_equal(tiles[clear], exact[clear])
