@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["masked_median", "nan_median"]
+__all__ = ["masked_median"]
 
 
 def masked_median(
@@ -34,9 +34,10 @@ def masked_median(
     values = np.asarray(values)
     if mask is None:
         return np.median(np.asarray(values, dtype=np.float64), axis=1)
-    # float32 holds uint8 and float32 values exactly, and sorts fastest (SIMD)
+    # float32 holds uint8 and float32 values exactly, and sorts fastest (SIMD); rows
+    # contiguous whatever the layout given (a transpose, for medians of columns)
     exact32 = values.dtype in (np.uint8, np.float32)
-    x = np.array(values, dtype=np.float32 if exact32 else np.float64)
+    x = np.array(values, dtype=np.float32 if exact32 else np.float64, order="C")
     x[~mask] = np.inf
     x.sort(axis=1)
     count = np.count_nonzero(mask, axis=1)
@@ -46,23 +47,3 @@ def masked_median(
     med = 0.5 * (x[rows, lo].astype(np.float64) + x[rows, np.minimum(hi, x.shape[1] - 1)])
     med[count == 0] = empty
     return med
-
-
-def nan_median(values: np.ndarray, axis: int) -> np.ndarray:
-    """``np.nanmedian(values, axis)``, NaN where a line is all NaN, by
-    :func:`masked_median`.
-
-    Parameters
-    ----------
-    values : float ndarray
-    axis : int
-
-    Returns
-    -------
-    ndarray
-        ``values``' shape without ``axis``; float64.
-    """
-    values = np.moveaxis(np.asarray(values), axis, -1)
-    shape = values.shape[:-1]
-    lines = values.reshape(-1, values.shape[-1])
-    return masked_median(lines, ~np.isnan(lines)).reshape(shape)

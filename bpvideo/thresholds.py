@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from bpvideo.robust import masked_median, nan_median
+from bpvideo.robust import masked_median
 from bpvideo.settings import default
 from bpvideo.shadows import chromaticity
 
@@ -162,9 +162,9 @@ def temporal_noise(pairs: np.ndarray, agree: np.ndarray | None = None) -> float:
     if both is None:
         offset = np.median(diff, axis=0)
     else:
-        offset = (
-            np.nan_to_num(nan_median(np.where(both, diff, np.nan), axis=0)) if both.any() else 0.0
-        )
+        # per frame (column; pairs of single frames are one column)
+        columns = diff.reshape(len(diff), -1).T, both.reshape(len(both), -1).T
+        offset = masked_median(*columns, empty=0.0) if both.any() else 0.0
     diff = np.abs(np.rint(diff - offset))
     if both is not None:
         diff = diff[both]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpvideo.robust import nan_median
+from bpvideo.robust import masked_median
 from bpvideo.thresholds import MAD_SCALE
 
 __all__ = ["fit_light", "light_base", "still_light"]
@@ -101,8 +101,8 @@ def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.nda
     # Started from the median ratio (half the still entries may disagree with ``base``),
     # then refined by least squares over the entries that agree.
     usable = still & (b[:, None] > 8.0)
-    with np.errstate(all="ignore"):  # a frame with no usable entry: NaN
-        ratio = nan_median(np.where(usable, A / np.maximum(b, 1.0)[:, None], np.nan), axis=0)
+    # per frame (column); a frame with no usable entry: NaN
+    ratio = masked_median((A / np.maximum(b, 1.0)[:, None]).T, usable.T)
     enough = usable.sum(0) >= _MIN_FIT
     gain = np.where(enough & np.isfinite(ratio), ratio, 1.0).astype(np.float32)
     resid = A - b[:, None] * gain
@@ -153,9 +153,7 @@ def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     picked = np.asarray(data[:, cols], dtype=np.float32)
     if mask is None:
         return np.median(picked, axis=1).astype(np.float32)
-    with np.errstate(all="ignore"):  # a pixel never observed: NaN
-        base = nan_median(np.where(mask[:, cols], picked, np.nan), axis=1)
-    return np.nan_to_num(base).astype(np.float32)
+    return masked_median(picked, mask[:, cols], empty=0.0).astype(np.float32)
 
 
 #: Fewest entries a frame's light is fitted on.
