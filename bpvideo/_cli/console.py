@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from bpvideo.allocator import keep_freed_memory
+from bpvideo.allocator import own_process
 from bpvideo.errors import BpvideoError, InputError, Terminated
 from bpvideo.progress import Progress
 from bpvideo.settings import cli_flags
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _open_closed_streams()
     if argv is None:  # this process is bpvideo's own
-        keep_freed_memory()
+        own_process()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     before = len(_committed())

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bpvideo.allocator import keep_freed_memory
+from bpvideo.allocator import own_process
 from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.pool import GRACE, WorkerPool
 from bpvideo.batch.report import BatchReport, Progress, format_table, read_report
@@ -134,7 +134,7 @@ def _init_worker(blas_threads: int) -> None:
     import bpvideo.api  # noqa: F401  (load numpy/scipy/cv2 so their pools are capped)
 
     threadpool_limits(limits=blas_threads)
-    keep_freed_memory()
+    own_process()
     logging.getLogger("bpvideo").setLevel(logging.ERROR)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "write_masks",
     "write_streams",
     "write_video",
+    "yuv420p",
 ]
 
 
@@ -46,6 +47,27 @@ def encode_png(image: np.ndarray) -> bytes:
     if not ok:  # pragma: no cover - cv2 only fails on unsupported arrays
         raise WorkError(f"could not encode a {image.shape} {image.dtype} image as PNG")
     return buf.tobytes()
+
+
+#: Grey level -> luma of BT.601 limited range (16 to 235).
+_GREY_LUMA = np.round(16 + np.arange(256) * (219 / 255)).astype(np.uint8)
+
+
+def yuv420p(frame: np.ndarray) -> np.ndarray:
+    """A BGR (H, W, 3) or grey (H, W) uint8 frame of even size as one yuv420p (I420)
+    image, (3 H / 2, W) uint8: BT.601, limited range, as H.264 videos are tagged.
+
+    Converted by OpenCV rather than by ffmpeg's default scaler, which truncates chroma
+    (U and V one level low: decoded colours 1 to 4 levels off, red and blue most) and
+    costs the encoder more; grey frames get the luma of their level and neutral chroma.
+    """
+    if frame.ndim == 3:
+        return cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420)
+    h, w = frame.shape
+    out = np.empty((h * 3 // 2, w), dtype=np.uint8)
+    cv2.LUT(frame, _GREY_LUMA, dst=out[:h])
+    out[h:] = 128
+    return out
 
 
 def _write_mask_png(folder: Path, number: int, image: np.ndarray) -> None:
@@ -266,10 +288,16 @@ class VideoStream:
         h, w = frame.shape[:2]
         pad_h, pad_w = (0, 0) if self.lossless else (h % 2, w % 2)
         if self.lossless:
-            codec, pix_out, params = "ffv1", ("bgr0" if colour else "gray"), ["-level", "3"]
+            codec, pix_in = "ffv1", ("bgr24" if colour else "gray")
+            params = ["-pix_fmt", "bgr0" if colour else "gray", "-level", "3"]
         else:
-            codec, pix_out = "libx264", "yuv420p"
-            params = ["-crf", str(self.crf), "-preset", self.preset, "-movflags", "+faststart"]
+            # fed in yuv420p, converted here (see yuv420p): tagged as such, so that players
+            # do not take an HD video for BT.709
+            codec, pix_in = "libx264", "yuv420p"
+            params = [
+                "-pix_fmt", "yuv420p", "-colorspace", "smpte170m", "-color_range", "tv",
+                "-crf", str(self.crf), "-preset", self.preset, "-movflags", "+faststart",
+            ]  # fmt: skip
             if h * w <= ONE_THREAD_PIXELS:
                 params += ["-threads", "1"]
         self._pad = (pad_h, pad_w)
@@ -279,9 +307,9 @@ class VideoStream:
         return [
             _ffmpeg.executable(),
             "-hide_banner", "-loglevel", "error", "-y",
-            "-f", "rawvideo", "-pix_fmt", "bgr24" if colour else "gray",
+            "-f", "rawvideo", "-pix_fmt", pix_in,
             "-s", f"{w + pad_w}x{h + pad_h}", "-r", str(fps), "-i", "-",
-            "-an", "-c:v", codec, "-pix_fmt", pix_out, *params, _ffmpeg.file_url(self.path),
+            "-an", "-c:v", codec, *params, _ffmpeg.file_url(self.path),
         ]  # fmt: skip
 
     def _open(self, frame: np.ndarray) -> None:
@@ -298,8 +326,9 @@ class VideoStream:
         _ffmpeg.enlarge_pipe(self._proc.stdin)
         frame_bytes = max(1, int(np.prod(frame.shape)))
         stdin = self._proc.stdin
+        convert = (lambda f: f) if self.lossless else yuv420p
         self._worker = _Worker(
-            lambda frame: stdin.write(memoryview(frame).cast("B")),
+            lambda frame: stdin.write(memoryview(convert(frame)).cast("B")),
             max(4, QUEUE_BYTES // frame_bytes),
             "bpvideo-encoder",
         )

@@ -56,18 +56,23 @@ def fit_light(
     b = np.asarray(reference, dtype=np.float32)
     n = A.shape[1]
     gain = np.ones(n, dtype=np.float32)
-    offset = np.median(A - b[:, None], axis=0).astype(np.float32)
-    weights = None
     if still is not None and still.any():
-        weights = still.astype(np.float32)
-        gain, offset = _weighted_line(A, b, weights, gain, offset)
+        # the median start is needed only by the frames the still entries cannot fit
+        # (a median of every column costs more than the fit itself)
+        offset = np.zeros(n, dtype=np.float32)
+        gain, offset, fitted = _weighted_line(A, b, still.astype(np.float32), gain, offset)
+        unfit = np.flatnonzero(~fitted)
+        if unfit.size:
+            offset[unfit] = _median_offset(A[:, unfit], b)
+    else:
+        offset = _median_offset(A, b)
     resid = A - (b[:, None] * gain + offset)
     if noise is None:
         noise = _mad_noise(resid[still] if still is not None and still.any() else resid.ravel())
     noise = max(0.5, noise)
     for _ in range(passes):
         weights = (np.abs(resid) < 2.5 * noise).astype(np.float32)
-        gain, offset = _weighted_line(A, b, weights, gain, offset)
+        gain, offset, _ = _weighted_line(A, b, weights, gain, offset)
         np.subtract(A, b[:, None] * gain + offset, out=resid)
     return gain, offset, noise
 
@@ -160,11 +165,17 @@ def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
 _MIN_FIT = 10
 
 
+def _median_offset(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per column of ``A``, the median of ``A - b``: the offset of a frame at gain 1."""
+    return np.median(A - b[:, None], axis=0).astype(np.float32)
+
+
 def _weighted_line(
     A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray, offset: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per column, the weighted least-squares ``a = g b + c``; columns with too few
-    weights or no spread of ``b`` keep their ``gain`` and ``offset``."""
+    weights or no spread of ``b`` keep their ``gain`` and ``offset``. Also returns which
+    columns were fitted ((n,) bool)."""
     sw, sb, sbb = w.sum(0), w.T @ b, w.T @ (b * b)
     sa, sab = (w * A).sum(0), (w * A).T @ b
     det = sw * sbb - sb * sb
@@ -172,4 +183,4 @@ def _weighted_line(
     safe = np.where(ok, det, 1.0)
     gain = np.where(ok, (sw * sab - sb * sa) / safe, gain).astype(np.float32)
     offset = np.where(ok, (sa - gain * sb) / np.maximum(sw, 1), offset).astype(np.float32)
-    return gain, offset
+    return gain, offset, ok

@@ -51,6 +51,7 @@ from bpvideo.pipeline.windows import (
     chunk_windows,
     plan_window,
     planned_memory,
+    resident_memory,
     spools,
 )
 from bpvideo.progress import Tracker
@@ -124,12 +125,10 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
         from bpvideo.solvers.backends.cuda import device_name
 
         logger.info("solving on the GPU: %s (CuPy)", device_name())
-    import psutil
-
     memory = planned_memory(settings, source.width, source.height, source.frame_count, window,
                             whole_max)  # fmt: skip
     if memory is not None:
-        memory += psutil.Process().memory_info().rss
+        memory += resident_memory()
     overlap = settings.overlap if window is not None else 0
     return Plan(window, overlap, whole_max, scale, memory=memory, device=device,
                 spooled=spools(settings, scale))  # fmt: skip

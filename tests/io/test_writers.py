@@ -53,6 +53,33 @@ def test_h264_round_trip_is_close(tmp_path: Path) -> None:
     assert err < 4.0
 
 
+@pytest.mark.parametrize("colour", [(60, 120, 200), (200, 30, 90), (128, 128, 128), (20, 20, 20)])
+def test_h264_colours_come_back_unbiased(tmp_path: Path, colour: tuple[int, int, int]) -> None:
+    # flat frames: nothing for the encoder to lose, so what comes back is the colour
+    # conversions' rounding alone (ffmpeg's default scaler put grey 128 back as
+    # (123, 126, 124): U and V truncated)
+    frames = np.empty((6, 32, 48, 3), dtype=np.uint8)
+    frames[:] = colour
+    write_video(tmp_path / "flat.mp4", frames, 25.0)
+    back = read_video(tmp_path / "flat.mp4", gray=False).frames.astype(float)
+    assert np.abs(back.mean(axis=(0, 1, 2)) - colour).max() <= 1.0
+    grey = frames[..., 1].copy()
+    write_video(tmp_path / "grey.mp4", grey, 25.0)
+    back = read_video(tmp_path / "grey.mp4", gray=False).frames.astype(float)
+    assert np.abs(back - colour[1]).max() <= 1.0
+
+
+def test_h264_is_tagged_bt601_limited(tmp_path: Path) -> None:
+    import subprocess
+
+    from bpvideo.io import _ffmpeg
+
+    write_video(tmp_path / "clip.mp4", tiny_frames(n=3, h=16, w=16)[0], 25.0)
+    cmd = [_ffmpeg.executable(), "-hide_banner", "-i", str(tmp_path / "clip.mp4")]
+    info = subprocess.run(cmd, capture_output=True, text=True).stderr
+    assert "yuv420p(tv, smpte170m" in info
+
+
 def test_masks_numbered_from_one(tmp_path: Path) -> None:
     masks = np.zeros((3, 5, 7), bool)
     masks[1, 2, 3] = True

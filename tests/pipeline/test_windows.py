@@ -146,3 +146,17 @@ def test_highway_windowed_matches_whole(shared_data: Path, tmp_path: Path, run_c
         scores[window] = evaluate(full, gt).summary["f_measure"]
     assert scores["0"] > 0.7
     assert abs(scores["200"] - scores["0"]) < 0.02, scores
+
+
+def test_memory_readings_agree_with_psutil(monkeypatch) -> None:
+    import psutil
+
+    from bpvideo.pipeline import windows
+
+    # read from /proc on Linux, from psutil elsewhere: the same numbers either way
+    for direct in (True, False):
+        if not direct:
+            monkeypatch.setattr(windows, "_proc_number", lambda path, key: None)
+        rss, avail = windows.resident_memory(), windows.available_memory()
+        assert abs(rss - psutil.Process().memory_info().rss) < 32 << 20
+        assert abs(avail - psutil.virtual_memory().available) < 0.1 * avail

@@ -19,27 +19,29 @@ from bpvideo.robust import masked_median
 __all__ = ["NP_BLOCKS", "NP_SPLIT_SIZE", "NumpyBackend"]
 
 
-def _ties_cut(absM: np.ndarray, thr: np.ndarray, k: int) -> np.ndarray:
-    """Per row: index cut-off so that ``> thr`` plus ties with index ``<= cut`` count k."""
-    n = absM.shape[1]
-    cut = np.full(absM.shape[0], n, dtype=np.int64)
-    at_least = np.count_nonzero(absM >= thr[:, None], axis=1)
-    for i in np.flatnonzero(at_least > k):  # ties at the threshold: the first ones pass
-        row = absM[i]
-        ties = np.flatnonzero(row == thr[i])
-        cut[i] = ties[k - np.count_nonzero(row > thr[i]) - 1]
-    return cut
+def _np_kth(
+    absM: np.ndarray, k: int, row: Callable[[int], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``absM``: the k-th largest value ``thr`` and the tie cut-off ``cut``.
 
-
-def _np_kth(absM: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    n = absM.shape[1]
-    if k < n:
-        part = np.partition(absM, n - k, axis=1)
-        thr = part[:, n - k].copy()
-        del part
-    else:
-        thr = absM.min(axis=1)
-    return thr, _ties_cut(absM, thr, k)
+    ``cut`` is the index up to which entries equal to ``thr`` pass, so that ``> thr``
+    plus those ties count k (``n``: no tie to break). ``absM`` is partitioned in place
+    (its values are kept, not their order); ``row(i)`` gives row i's values in their
+    order, read only for the rows with ties (rare: a row's k-th largest value repeated).
+    """
+    m, n = absM.shape
+    cut = np.full(m, n, dtype=np.int64)
+    if k >= n:
+        return absM.min(axis=1), cut
+    absM.partition(n - k, axis=1)
+    thr = absM[:, n - k].copy()
+    # more than k entries >= thr exactly when one below the k-th place equals it
+    tied = absM[:, : n - k].max(axis=1) == thr
+    for i in np.flatnonzero(tied):  # the first ties pass
+        values = row(int(i))
+        ties = np.flatnonzero(values == thr[i])
+        cut[i] = ties[k - np.count_nonzero(values > thr[i]) - 1]
+    return thr, cut
 
 
 #: The numpy kernels split matrices of at least this many entries into :data:`NP_BLOCKS`
@@ -72,12 +74,12 @@ def _np_thresholds(W, k_row, k_col):
     ct, cc = np.empty(n, dtype=W.dtype), np.empty(n, dtype=np.int64)
 
     def rows(lo: int, hi: int) -> None:
-        rt[lo:hi], rc[lo:hi] = _np_kth(np.abs(W[lo:hi]), k_row)
+        rt[lo:hi], rc[lo:hi] = _np_kth(np.abs(W[lo:hi]), k_row, lambda i: np.abs(W[lo + i]))
 
     def cols(lo: int, hi: int) -> None:
         absT = np.empty((hi - lo, m), dtype=W.dtype)  # |W|, transposed: columns contiguous
         np.abs(W[:, lo:hi].T, out=absT)
-        ct[lo:hi], cc[lo:hi] = _np_kth(absT, k_col)
+        ct[lo:hi], cc[lo:hi] = _np_kth(absT, k_col, lambda j: np.abs(W[:, lo + j]))
 
     _np_map(rows, m, W.size)
     _np_map(cols, n, W.size)
