@@ -282,10 +282,10 @@ def foreground_masks(
         for c in range(1, channels.shape[3]):
             out |= channels[..., c]
         del channels
+    if model is not None and model.shade is not None and frames is not None and out.any():
+        grey, bg = _grey_frames(A, L, frames_first, frame_shape)
+        out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
     for j in range(n):
-        if model is not None and model.shade is not None and frames is not None and out[j].any():
-            grey, bg = _grey_frame(A, L, j, frames_first, frame_shape)
-            out[j] &= ~shadow_pixels(grey, bg, frames[j], model.shade, out[j])
         clean_mask(
             out[j],
             open_radius=open_radius,
@@ -321,15 +321,23 @@ def _exceeds(
         np.greater(t, lim, out=out[lo:hi])
 
 
-def _grey_frame(
-    A: np.ndarray, L: np.ndarray, j: int, frames_first: bool, frame_shape: tuple[int, ...]
+def _grey_frames(
+    A: np.ndarray, L: np.ndarray, frames_first: bool, frame_shape: tuple[int, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Frame ``j`` of ``A`` and of ``L`` in grey levels (H, W) float32."""
-    a = A[j] if frames_first else A[:, j].reshape(frame_shape)
-    b = L[j] if frames_first else L[:, j].reshape(frame_shape)
-    a = np.asarray(a, dtype=np.float32)
-    b = np.asarray(b, dtype=np.float32)
-    if a.ndim == 3:
-        a = cv2.cvtColor(a, cv2.COLOR_BGR2GRAY)
-        b = cv2.cvtColor(b, cv2.COLOR_BGR2GRAY)
-    return a, b
+    """The frames of ``A`` and of ``L`` in grey levels, (n, H, W): grey frames as they are
+    (uint8 or float), others converted frame by frame to float32."""
+    if frames_first and len(frame_shape) == 2:
+        return A, L
+    n = A.shape[0] if frames_first else A.shape[1]
+    grey = np.empty((n, *frame_shape[:2]), dtype=np.float32)
+    bg = np.empty_like(grey)
+    for j in range(n):
+        a = A[j] if frames_first else A[:, j].reshape(frame_shape)
+        b = L[j] if frames_first else L[:, j].reshape(frame_shape)
+        a = np.asarray(a, dtype=np.float32)
+        b = np.asarray(b, dtype=np.float32)
+        if a.ndim == 3:
+            a = cv2.cvtColor(a, cv2.COLOR_BGR2GRAY)
+            b = cv2.cvtColor(b, cv2.COLOR_BGR2GRAY)
+        grey[j], bg[j] = a, b
+    return grey, bg

@@ -60,43 +60,56 @@ def shadow_pixels(
     shade: np.ndarray,
     where: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The pixels of one frame that look like a shadow on the background.
+    """The pixels of one frame, or of a block of frames, that look like a shadow on the
+    background.
 
     Parameters
     ----------
-    grey : (H, W) ndarray
-        The frame in grey levels.
-    background : (H, W) ndarray
-        The background ``L`` of the frame, grey levels.
-    frame : (H, W, 3) uint8 ndarray
-        The frame in colour (BGR).
+    grey : (H, W) or (k, H, W) ndarray
+        The frame(s) in grey levels (uint8 or float).
+    background : (H, W) or (k, H, W) ndarray
+        The background ``L`` of the frame(s), grey levels.
+    frame : (H, W, 3) or (k, H, W, 3) uint8 ndarray
+        The frame(s) in colour (BGR).
     shade : (H, W, 3) float32 ndarray
         The background's :func:`chromaticity` (NaN where its colour is unknown).
-    where : (H, W) bool ndarray, optional
+    where : bool ndarray of ``grey``'s shape, optional
         The pixels to test (the foreground, usually a small part of the frame); the
         others are never a shadow. None: all of them.
 
     Returns
     -------
-    (H, W) bool ndarray
+    bool ndarray of ``grey``'s shape
     """
-    a = np.asarray(grey, dtype=np.float32)
-    b = np.asarray(background, dtype=np.float32)
-    shape = a.shape
+    single = np.ndim(grey) == 2
+    # a block of frames is tested at once (the selections below cost per call, not per
+    # pixel); a pixel's answer is the same either way
+    a = np.ascontiguousarray(grey)[None] if single else np.ascontiguousarray(grey)
+    b = np.ascontiguousarray(background)[None] if single else np.ascontiguousarray(background)
+    colour = frame[None] if single else frame
+    plane = a.shape[1] * a.shape[2]
     # every test on the pixels asked about only: at 1080p a full-frame float pass costs
     # more than the foreground's few pixels
-    index = np.arange(a.size) if where is None else np.flatnonzero(where)
-    bv = np.maximum(b.reshape(-1)[index], 0.0)
-    ratio = (a.reshape(-1)[index] + 1.0) / (bv + 1.0)
+    if where is None:
+        index = np.arange(a.size)
+    else:
+        index = np.flatnonzero(where)
+    bv = np.maximum(_gather(b, index), 0.0)
+    ratio = (_gather(a, index) + 1.0) / (bv + 1.0)
     index = index[(ratio > DARKEST) & (ratio < LIGHTEST)]
     if index.size:
-        chroma = chromaticity(frame.reshape(-1, 3)[index])
-        ref_chroma = shade.reshape(-1, 3)[index]  # NaN (unknown colour): never a shadow
+        chroma = chromaticity(colour.reshape(-1, 3)[index])
+        ref_chroma = shade.reshape(-1, 3)[index % plane]  # NaN (unknown colour): never
         index = index[np.abs(chroma - ref_chroma).sum(axis=1) < CHROMA]
-    candidate = np.zeros(shape, dtype=bool)
+    candidate = np.zeros(a.shape, dtype=bool)
     if index.size:
         candidate.reshape(-1)[index[_texture_near(a, b, index)]] = True
-    return candidate
+    return candidate[0] if single else candidate
+
+
+def _gather(x: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``x.flat[index]`` (C-contiguous ``x``) in float32."""
+    return x.reshape(-1)[index].astype(np.float32, copy=False)
 
 
 def chromaticity(colour: np.ndarray) -> np.ndarray:
@@ -116,20 +129,22 @@ def chromaticity(colour: np.ndarray) -> np.ndarray:
 
 
 def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """:func:`same_texture` of ``a`` and ``max(b, 0)`` at the pixels ``index``, two ways
-    that agree up to rounding: a :data:`_TILE` x :data:`_TILE` tile holding more than
-    :data:`_TILE_COST` of them is filtered whole; the others are tested on their own
-    patches, :data:`_CHUNK` at a time (temporaries that stay in cache).
+    """:func:`same_texture` of ``a`` and ``max(b, 0)`` ((k, H, W) C-contiguous) at the flat
+    indices ``index``, two ways that agree up to rounding: a :data:`_TILE` x :data:`_TILE`
+    tile of a frame holding more than :data:`_TILE_COST` of them is filtered whole; the
+    others are tested on their own patches, :data:`_CHUNK` at a time (temporaries that
+    stay in cache).
 
     Returns
     -------
     (N,) bool ndarray
         One answer per pixel of ``index``.
     """
-    h, w = a.shape
-    rows, cols = np.divmod(index, w)
-    tiles_x = -(-w // _TILE)
-    tile_of = (rows // _TILE) * tiles_x + cols // _TILE
+    h, w = a.shape[1:]
+    frame_of, at = np.divmod(index, h * w)
+    rows, cols = np.divmod(at, w)
+    tiles_y, tiles_x = -(-h // _TILE), -(-w // _TILE)
+    tile_of = (frame_of * tiles_y + rows // _TILE) * tiles_x + cols // _TILE
     dense_tile = np.bincount(tile_of) > _TILE_COST
     in_dense = dense_tile[tile_of]
     dense = np.flatnonzero(dense_tile)
@@ -142,36 +157,37 @@ def _texture_near(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray
         out = np.zeros(a.shape, dtype=bool)
         r = PATCH // 2 + 1  # each tile is filtered with a margin: the same neighbours
         for tile in dense.tolist():
-            ty, tx = divmod(tile, tiles_x)
+            j, ty, tx = tile // (tiles_y * tiles_x), tile // tiles_x % tiles_y, tile % tiles_x
             y0, x0 = ty * _TILE, tx * _TILE
             y1, x1 = min(h, y0 + _TILE), min(w, x0 + _TILE)
             cy0, cx0 = max(0, y0 - r), max(0, x0 - r)
             cy1, cx1 = min(h, y1 + r), min(w, x1 + r)
-            crop_b = np.maximum(b[cy0:cy1, cx0:cx1], 0.0)
-            tested = same_texture(a[cy0:cy1, cx0:cx1], crop_b)
-            out[y0:y1, x0:x1] = tested[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
+            crop_b = np.maximum(b[j, cy0:cy1, cx0:cx1], 0.0)
+            tested = same_texture(a[j, cy0:cy1, cx0:cx1], crop_b)
+            out[j, y0:y1, x0:x1] = tested[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
         same[in_dense] = out.reshape(-1)[index[in_dense]]
     return same
 
 
 def _texture_at(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """:func:`same_texture` of ``a`` and ``max(b, 0)`` at the pixels ``index`` (N,), from
-    their own :data:`PATCH` x :data:`PATCH` patches (borders reflected as OpenCV's
-    filters do). Returns (N,) bool."""
-    h, w = a.shape
+    """:func:`same_texture` of ``a`` and ``max(b, 0)`` ((H, W) or (k, H, W)) at the flat
+    indices ``index`` (N,), from their own :data:`PATCH` x :data:`PATCH` patches (borders
+    reflected as OpenCV's filters do). Returns (N,) bool."""
+    h, w = a.shape[-2:]
     r = PATCH // 2
     steps = np.arange(-r, r + 1)
     # one row per place in the patch, one column per pixel: sums over the patch are then
     # sums of contiguous rows
     where = (steps[:, None] * w + steps).reshape(-1, 1) + index  # (PATCH**2, N)
-    rows, cols = np.divmod(index, w)
+    frame_of, at = np.divmod(index, h * w)
+    rows, cols = np.divmod(at, w)
     edge = np.flatnonzero((rows < r) | (rows >= h - r) | (cols < r) | (cols >= w - r))
     if edge.size:
-        ys = _reflect(rows[edge, None] + steps, h) * w
+        ys = _reflect(rows[edge, None] + steps, h) * w + (frame_of[edge] * (h * w))[:, None]
         xs = _reflect(cols[edge, None] + steps, w)
         where[:, edge] = (ys[:, :, None] + xs[:, None, :]).reshape(edge.size, -1).T
-    pa = np.asarray(a, dtype=np.float32).reshape(-1).take(where)
-    pb = np.asarray(b, dtype=np.float32).reshape(-1).take(where)
+    pa = np.ascontiguousarray(a).reshape(-1).take(where).astype(np.float32, copy=False)
+    pb = np.ascontiguousarray(b).reshape(-1).take(where).astype(np.float32, copy=False)
     np.maximum(pb, 0.0, out=pb)
     # about each patch's centre: the statistics are shift-free, and float32 sums of
     # small values keep the variance of a nearly flat patch exact

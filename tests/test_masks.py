@@ -112,3 +112,24 @@ def test_texture_test_agrees_with_exact_statistics(level) -> None:
     assert 0.05 < exact.mean() < 0.95
     np.testing.assert_array_equal(own[clear], exact[clear])
     np.testing.assert_array_equal(tiles[clear], exact[clear])
+
+
+def test_shadow_test_of_a_block_equals_frame_by_frame() -> None:
+    # frames tested together (uint8 grey, as the pipeline hands them) get the answers
+    # each gets alone (float32), tiles and edges included
+    from bpvideo.shadows import chromaticity, shadow_pixels
+
+    rng = np.random.default_rng(9)
+    k, h, w = 4, 140, 150
+    scene = rng.integers(20, 236, (h, w, 3))
+    frames = (scene + rng.integers(-3, 4, (k, h, w, 3))).astype(np.uint8)
+    grey = frames.mean(axis=3).round().astype(np.uint8)
+    background = (grey * rng.uniform(1.0, 2.0, grey.shape)).astype(np.float32)
+    shade = chromaticity(scene * rng.uniform(0.97, 1.03, scene.shape))
+    where = rng.random(grey.shape) < np.array([0.02, 0.3, 0.9, 0.0])[:, None, None]
+    where[1, :70, :70] = True  # a dense tile
+    block = shadow_pixels(grey, background, frames, shade, where)
+    assert block[1, :64, :64].sum() > 500 and block[0].any() and block[2].any()
+    for j in range(k):
+        alone = shadow_pixels(grey[j].astype(np.float32), background[j], frames[j], shade, where[j])
+        np.testing.assert_array_equal(block[j], alone)
