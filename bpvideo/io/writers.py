@@ -58,7 +58,7 @@ def yuv420p(frame: np.ndarray) -> np.ndarray:
     image, (3 H / 2, W) uint8: BT.601, limited range, as H.264 videos are tagged.
 
     Converted by OpenCV rather than by ffmpeg's default scaler, which truncates chroma
-    (U and V one level low: decoded colours 1 to 4 levels off, red and blue most) and
+    (U and V one level low: decoded colours up to 5 levels off, red and blue most) and
     costs the encoder more; grey frames get the luma of their level and neutral chroma.
     """
     if frame.ndim == 3:
