@@ -84,16 +84,13 @@ def shadow_pixels(
     single = np.ndim(grey) == 2
     # a block of frames is tested at once (the selections below cost per call, not per
     # pixel); a pixel's answer is the same either way
-    a = np.ascontiguousarray(grey)[None] if single else np.ascontiguousarray(grey)
-    b = np.ascontiguousarray(background)[None] if single else np.ascontiguousarray(background)
-    colour = frame[None] if single else frame
+    a, b, colour = (np.ascontiguousarray(x) for x in (grey, background, frame))
+    if single:
+        a, b, colour = a[None], b[None], colour[None]
     plane = a.shape[1] * a.shape[2]
     # every test on the pixels asked about only: at 1080p a full-frame float pass costs
     # more than the foreground's few pixels
-    if where is None:
-        index = np.arange(a.size)
-    else:
-        index = np.flatnonzero(where)
+    index = np.arange(a.size) if where is None else np.flatnonzero(where)
     bv = np.maximum(_gather(b, index), 0.0)
     ratio = (_gather(a, index) + 1.0) / (bv + 1.0)
     index = index[(ratio > DARKEST) & (ratio < LIGHTEST)]
