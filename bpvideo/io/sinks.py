@@ -205,8 +205,8 @@ class OutputSinks:
 
     def close(self) -> None:
         """Finish the videos, the raw masks, ``background.png`` and the preview."""
-        for stream in self.streams:
-            stream.close()
+        for stream in self.streams:  # the encoders finish their files meanwhile
+            stream.end()
         self.mask_files.close()
         if self.raw is not None:
             self.raw.close()
@@ -214,6 +214,8 @@ class OutputSinks:
         atomic_write_bytes(stage("background.png"), encode_png(self.still.median()))
         if self.shown is not None:
             atomic_write_bytes(stage("preview.png"), encode_png(self.shown.sheet()))
+        for stream in self.streams:
+            stream.close()
 
     def abort(self) -> None:
         """Stop the encoders and the mask writer (after a failure or an interruption)."""

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import queue
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import numpy as np
 from bpvideo.errors import InputError, WorkError, literal
 from bpvideo.io import _ffmpeg
 from bpvideo.io.outputs import signals_deferred
+from bpvideo.io.worker import Worker
 from bpvideo.settings import default
 
 __all__ = [
@@ -110,67 +109,6 @@ def write_masks(
     return count
 
 
-class _Worker:
-    """A daemon thread that runs ``work(item)`` on queued items, in order.
-
-    The first error is kept and handed to the caller: :meth:`put` raises it, and
-    :meth:`finish` returns it; items queued after it are dropped. Used to encode videos
-    and masks while the main thread forms the next frames (pipe writes, PNG encoding and
-    file writes release the interpreter lock).
-    """
-
-    def __init__(self, work: Callable[[Any], None], maxsize: int, name: str) -> None:
-        self._work = work
-        self._queue: queue.Queue = queue.Queue(maxsize=max(1, maxsize))
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _END:
-                return
-            if self.error is None:
-                try:
-                    self._work(item)
-                except BaseException as exc:  # handed to the caller
-                    self.error = exc
-
-    def put(self, item: Any) -> None:
-        """Queue ``item`` (waits while the queue is full); raises the thread's error."""
-        while True:
-            if self.error is not None:
-                raise self.error
-            try:
-                self._queue.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                if not self._thread.is_alive():  # pragma: no cover - cannot happen
-                    self.error = RuntimeError(f"{self._thread.name} stopped")
-
-    def finish(self) -> BaseException | None:
-        """Wait until every item is done; return the error, if any."""
-        with contextlib.suppress(BaseException):
-            self._queue.put(_END)
-        self._thread.join()
-        return self.error
-
-    def stop(self) -> None:
-        """Drop the queued items and wait for the thread to end (its current item ends
-        first: stop what it waits on, such as a child process, before)."""
-        self.error = self.error or RuntimeError("stopped")
-        while self._thread.is_alive():
-            with contextlib.suppress(queue.Empty):
-                self._queue.get_nowait()
-            with contextlib.suppress(queue.Full):
-                self._queue.put_nowait(_END)
-            self._thread.join(0.05)
-
-
-_END = object()
-
-
 class MaskWriter:
     """``bin%06d.png`` masks (0/255), written by a thread.
 
@@ -184,7 +122,7 @@ class MaskWriter:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.count = 0
-        self._worker = _Worker(self._write, 8, "bpvideo-masks")
+        self._worker = Worker(self._write, 8, "bpvideo-masks")
 
     def _write(self, item: tuple[list[int], np.ndarray]) -> None:
         numbers, images = item
@@ -277,7 +215,7 @@ class VideoStream:
         self.preset = preset
         self.frames_written = 0
         self._proc: subprocess.Popen | None = None
-        self._worker: _Worker | None = None
+        self._worker: Worker | None = None
         self._log: Any = None
         self._pad: tuple[int, int] = (0, 0)
         self._colour = False
@@ -327,10 +265,11 @@ class VideoStream:
         frame_bytes = max(1, int(np.prod(frame.shape)))
         stdin = self._proc.stdin
         convert = (lambda f: f) if self.lossless else yuv420p
-        self._worker = _Worker(
+        self._worker = Worker(
             lambda frame: stdin.write(memoryview(convert(frame)).cast("B")),
             max(4, QUEUE_BYTES // frame_bytes),
             "bpvideo-encoder",
+            last=lambda: _close_quietly(stdin),
         )
 
     def _failure(self, detail: object) -> WorkError:
@@ -386,6 +325,12 @@ class VideoStream:
             self.abort()
             raise self._failure(exc) from None
 
+    def end(self) -> None:
+        """No more frames: ffmpeg finishes the file (its last frames, the index) once the
+        queued frames are written, while the caller goes on; :meth:`close` waits for it."""
+        if self._worker is not None:
+            self._worker.end()
+
     def close(self) -> None:
         """Finish the file (waits for the queue and for ffmpeg).
 
@@ -397,10 +342,8 @@ class VideoStream:
         if self._proc is None:
             return
         assert self._worker is not None
-        error = self._worker.finish()
+        error = self._worker.finish()  # its last act closes ffmpeg's input
         proc, self._proc = self._proc, None
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
         code = proc.wait()
         try:
             if error is not None or code != 0:
@@ -428,6 +371,12 @@ class VideoStream:
             with contextlib.suppress(OSError):
                 self._log.close()
             self._log = None
+
+
+def _close_quietly(pipe: Any) -> None:
+    """Close ``pipe`` (ffmpeg's input); a failed close shows as ffmpeg's exit status."""
+    with contextlib.suppress(OSError):
+        pipe.close()
 
 
 def write_streams(pairs: Iterable[tuple[VideoStream, np.ndarray]]) -> None:

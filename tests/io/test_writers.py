@@ -41,6 +41,18 @@ def test_interleaved_early_started_streams_write_the_same_videos(tmp_path: Path)
     assert c._proc is None  # aborted: no ffmpeg left running
 
 
+def test_ended_stream_finishes_its_file_before_close(tmp_path: Path) -> None:
+    frames, _ = tiny_frames(n=9, h=24, w=32)
+    stream = VideoStream(tmp_path / "clip.mp4", 25.0)
+    stream.write(frames)
+    stream.end()  # the input closes once the queued frames are in: ffmpeg ends alone
+    assert stream._proc is not None
+    assert stream._proc.wait(timeout=60) == 0
+    stream.close()
+    assert read_video(tmp_path / "clip.mp4", gray=False).n_frames == 9
+    stream.close()  # closing twice is harmless
+
+
 def test_h264_round_trip_is_close(tmp_path: Path) -> None:
     frames, _ = tiny_frames(n=12, h=35, w=47)  # odd sizes are padded to even
     path = tmp_path / "clip.mp4"
