@@ -1,8 +1,8 @@
 """A thread that does queued work in order (:class:`Worker`): the writers' feeding threads.
 
-The encoders, the mask files and the raw masks are written from such threads, so that the
-main thread forms the next frames meanwhile (pipe writes, PNG encoding and file writes
-release the interpreter lock).
+The encoders' pipes and the mask files are written from such threads, so that the main
+thread forms the next frames meanwhile (pipe writes, PNG encoding and file writes release
+the interpreter lock).
 """
 
 from __future__ import annotations
