@@ -21,6 +21,12 @@ Usage::
     python benchmarks/bench_scale.py --gsoc-python /work/venv-contrib/bin/python --repeat 3
     python benchmarks/bench_scale.py --sizes 1920x1080 --frames 3000 --only bpvideo
     python benchmarks/bench_scale.py --profile --only bpvideo --repeat 1
+    python benchmarks/bench_scale.py --sizes 320x240,1280x720 --repeat 5 \
+        --only bpvideo baseline --baseline-src /tmp/base    # against the code before a change
+
+``--baseline-src`` runs another checkout's bpvideo as one more method (``baseline``),
+taking turns with the others, so a change is timed against the code before it on the
+same load.
 """
 
 from __future__ import annotations
@@ -88,6 +94,8 @@ def run(args: argparse.Namespace) -> None:
     ffmpeg = imageio_ffmpeg.get_ffmpeg_exe()
     env = e2e._env()
     methods = [("bpvideo", sys.executable), ("mog2", sys.executable)]
+    if args.baseline_src:
+        methods.insert(1, ("baseline", sys.executable))
     if args.gsoc_python:
         methods.append(("gsoc", args.gsoc_python))
     methods = [m for m in methods if not args.only or m[0] in args.only]
@@ -108,12 +116,13 @@ def run(args: argparse.Namespace) -> None:
             for rep in range(args.repeat):
                 for name, python in methods:
                     out = str(Path(tmp) / f"{name}-{spec}-{rep}")
-                    if name == "bpvideo":
+                    if name in ("bpvideo", "baseline"):
                         argv = ["--child-bpvideo", str(clip), "-o", out, "--overwrite", *extra]
                     else:
                         argv = ["--child-opencv", name, str(clip), str(args.frames), out, ffmpeg]
                     print(f"{spec} run {rep + 1}/{args.repeat}: {name} ...", file=sys.stderr)
-                    wall, info = e2e._run_child(python, argv, env)
+                    child_env = e2e._env(Path(args.baseline_src)) if name == "baseline" else env
+                    wall, info = e2e._run_child(python, argv, child_env)
                     walls[name].append(wall)
                     peaks[name] = max(peaks.get(name, 0), info["peak_rss"])
                     if name == "bpvideo":
@@ -157,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--gsoc-python", help="a Python with opencv-contrib (runs GSOC)")
-    parser.add_argument("--only", nargs="+", choices=("bpvideo", "mog2", "gsoc"))
+    parser.add_argument("--only", nargs="+", choices=("bpvideo", "baseline", "mog2", "gsoc"))
+    parser.add_argument(
+        "--baseline-src",
+        help="a checkout of another bpvideo version, run as one more method ('baseline') "
+        "in the same run, e.g. `git worktree add /tmp/base HEAD~1`",
+    )
     parser.add_argument("--extra-args", default="", help="options added to bpvideo separate")
     parser.add_argument("--profile", action="store_true", help="cProfile bpvideo at each size")
     run(parser.parse_args(argv))

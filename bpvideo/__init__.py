@@ -13,22 +13,27 @@ window), :func:`separate_file` (files, what ``bpvideo separate`` does),
 :class:`BackgroundModel` (learn once, apply to new frames), :func:`evaluate` (scores
 against ground truth), :func:`best_pair` (the solver on a pixels x frames matrix).
 
-Layers
+Layers (each imports only those below it; docs/layout.md)
 ------
-- :mod:`bpvideo.io`: frames in (files, folders, pipes, arrays), outputs and the report.
+- :mod:`bpvideo.api`, :mod:`bpvideo.batch`, :mod:`bpvideo._cli`: the library's face,
+  batch runs, the command line.
+- :mod:`bpvideo.pipeline`: the plan of a job, windows of frames solved and finished into
+  blocks.
+- :mod:`bpvideo.io`: frames in (files, folders, pipes, arrays), sinks out (the output
+  folder, arrays) and the report.
+- :mod:`bpvideo.masks`: binary foreground masks from a solution (rule, thresholds,
+  shadows).
 - :mod:`bpvideo.solvers`: the best-pair solver, baselines, backends (pure numpy, no I/O).
-- :mod:`bpvideo.pipeline`: windows of frames solved one after another.
-- :mod:`bpvideo.masks`: binary foreground masks from a solution.
-- :mod:`bpvideo.settings`: every option, its default and its bounds, in one place.
+- :mod:`bpvideo.settings`: the option table, in sections; :mod:`bpvideo.records`: the
+  values that cross layers; :mod:`bpvideo.limits`: bounds and shared defaults.
 - :mod:`bpvideo.evaluate`: changedetection.net scoring.
 """
 
-__version__ = "0.1.0"
-
+from bpvideo._version import __version__
 from bpvideo.api import BackgroundModel, Separation, iter_separate, separate, separate_file
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate.scoring import evaluate
-from bpvideo.io.summary import Report
+from bpvideo.records import Report
 from bpvideo.solvers.best_pair import best_pair
 
 __all__ = [

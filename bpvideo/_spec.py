@@ -20,6 +20,7 @@ __all__ = [
     "Time",
     "check_value",
     "format_span",
+    "is_span",
     "option",
     "parse_size",
     "parse_span",
@@ -53,6 +54,9 @@ class Spec:
         The "off" flag of a boolean pair (``--color`` for ``--gray``).
     cli : bool
         Whether the option appears on the command line of ``separate``.
+    arrays : bool
+        Whether the option applies to frames in memory (:func:`bpvideo.separate`); False
+        for those of files only (stdin's size, the outputs written, ground truth...).
     limit : float or None
         A cap on the cost an option may ask for rather than on its meaning (a radius, a
         frame count): only a value above it is told of it.
@@ -69,6 +73,7 @@ class Spec:
     flag: str | None = None
     secondary: str | None = None
     cli: bool = True
+    arrays: bool = True
     metavar: str | None = None
     limit: float | None = None
 
@@ -209,7 +214,7 @@ def parse_size(text: str) -> tuple[int, int]:
         raise _bad("size", text, "must be WxH, e.g. {size='320x240'}") from None
     if w < 1 or h < 1:
         raise _bad("size", text, "must be positive, e.g. {size='320x240'}")
-    from bpvideo.settings import MAX_PIXELS, MAX_SIDE
+    from bpvideo.limits import MAX_PIXELS, MAX_SIDE
 
     if max(w, h) > MAX_SIDE or w * h > MAX_PIXELS:
         raise _bad(
@@ -249,7 +254,7 @@ def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
         raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
     if start < 0 or (end is not None and end < start + 2):
         raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")
-    from bpvideo.settings import MAX_FRAMES
+    from bpvideo.limits import MAX_FRAMES
 
     if max(start, end or 0) > MAX_FRAMES:
         raise _bad(name, value, f"must have START and END <= {MAX_FRAMES}")
@@ -354,3 +359,12 @@ def _check_time(name: str, spec: Spec, value: Any) -> int | str:
     if not math.isfinite(amount):  # pragma: no cover - the patterns admit no inf
         raise _bad(name, value, "must be finite")
     return time.frames if time.frames is not None else str(value).strip().lower()
+
+
+def is_span(spec: str) -> bool:
+    """Whether ``background_from`` names frames (``START:END``) rather than an image."""
+    try:
+        parse_span(spec, "background_from")
+    except InputError:
+        return False
+    return True

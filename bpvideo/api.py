@@ -14,7 +14,6 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -27,49 +26,36 @@ from bpvideo.io.arrays import open_frames
 from bpvideo.io.guard import check_access, separate_access
 from bpvideo.io.outputs import SUMMARY, OutputDir, write_json
 from bpvideo.io.paths import default_output
-from bpvideo.io.sinks import OutputSinks, Still, output_names
+from bpvideo.io.sinks import Sink
+from bpvideo.io.sinks.arrays import ArraysSink, Separation, Window, gather_windows
+from bpvideo.io.sinks.folder import FolderSink, output_names
 from bpvideo.io.sources import FrameSource, check_input_name, open_source
-from bpvideo.io.summary import Report, ReportBuilder, Stopwatch
+from bpvideo.io.summary import ReportBuilder
 from bpvideo.io.writers import RawMaskSink
 from bpvideo.pipeline.empty_scene import given_scene, reopen_array, reopen_file
-from bpvideo.pipeline.learned import LearnedBackground, iter_learned_windows, learn
-from bpvideo.pipeline.run import Window, iter_windows, plan_run
+from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
+from bpvideo.pipeline.plan import Job, plan_run
+from bpvideo.pipeline.run import iter_blocks
 from bpvideo.progress import ProgressCallback, Tracker, track
-from bpvideo.settings import SeparateSettings, default, parse_size, parse_span
+from bpvideo.records import Block, Report, Stopwatch
+from bpvideo.settings import SeparateSettings, default, option_specs, parse_size, parse_span
 from bpvideo.solvers._common import Callback
 
-__all__ = ["BackgroundModel", "Separation", "iter_separate", "separate", "separate_file"]
+__all__ = [
+    "BackgroundModel",
+    "Separation",
+    "Window",
+    "drain",
+    "iter_separate",
+    "separate",
+    "separate_file",
+]
 
 logger = logging.getLogger("bpvideo")
 
-#: Options that only mean something for files (``separate_file``), not for arrays.
-FILE_OPTIONS = ("size", "pix_fmt", "lossless", "preview", "groundtruth", "overwrite",
-                "masks_to", "learn", "learn_from", "allow_partial")  # fmt: skip
-
-
-@dataclass
-class Separation:
-    """What :func:`separate` returns.
-
-    Attributes
-    ----------
-    background : (T, H, W) or (T, H, W, 3) uint8 ndarray
-        The background of every frame (grey, or BGR with ``gray=False``).
-    foreground : (T, H, W) or (T, H, W, 3) uint8 ndarray
-        The frames where the mask is set, black elsewhere (grey for grey frames).
-    masks : (T, H, W) bool ndarray
-        Foreground masks.
-    background_image : (H, W) or (H, W, 3) uint8 ndarray
-        One still: the per-pixel median of the background.
-    report : Report
-        What ``summary.json`` would hold (``report.to_dict()``).
-    """
-
-    background: np.ndarray
-    foreground: np.ndarray
-    masks: np.ndarray
-    background_image: np.ndarray
-    report: Report
+#: Options that only mean something for files (``separate_file``), not for arrays: those
+#: the option table marks ``arrays=False``.
+FILE_OPTIONS = tuple(name for name, _, spec in option_specs() if not spec.arrays)
 
 
 def _settings(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
@@ -110,9 +96,8 @@ def iter_separate(
     Yields
     ------
     Window
-        Finished windows: ``numbers`` (frame indices), ``frames``, ``masks``,
-        ``background_frames``, ``foreground``, ``background`` (the full-resolution
-        background as factors), ``report``.
+        Finished windows: ``index``, ``numbers`` (frame indices), ``frames``, ``masks``,
+        ``background_frames``, ``foreground``, ``report``.
 
     Examples
     --------
@@ -126,8 +111,9 @@ def iter_separate(
     settings = _settings(options, arrays=True)
     source = _open_frames(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
+    job = Job.of(source, settings, callback=callback, empty_scene=scene)
     with threadpool_limits(limits=1, user_api="blas"):
-        yield from iter_windows(source, settings, callback=callback, empty_scene=scene)
+        yield from gather_windows(iter_blocks(job))
 
 
 def separate(
@@ -168,31 +154,46 @@ def separate(
     settings = _settings(options, arrays=True)
     source = _open_frames(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
-    clock = Stopwatch()
-    builder = ReportBuilder(source, settings)
-    still = Still()
-    parts: dict[str, list[np.ndarray]] = {"background": [], "foreground": [], "masks": []}
     plan = plan_run(source, settings)
     tracker = track(progress, source, plan)
+    job = Job(source, settings, plan, callback=tracker.solver_callback(callback),
+              progress=tracker, empty_scene=scene)  # fmt: skip
+    arrays = ArraysSink(source.channels)
+    builder = ReportBuilder(source, settings, plan)
     with threadpool_limits(limits=1, user_api="blas"):
-        windows = iter_windows(source, settings, callback=tracker.solver_callback(callback),
-                               clock=clock, plan=plan, progress=tracker,
-                               empty_scene=scene)  # fmt: skip
-        for window in windows:
-            parts["background"].append(window.background_frames)
-            parts["masks"].append(window.masks)
-            foreground = window.foreground
-            parts["foreground"].append(foreground[..., 0] if source.channels == 1 else foreground)
-            still.add(window.background_frames)
-            builder.add(window)
-            tracker.finished(len(window))
-            tracker.window_done()
-            del window
-    return Separation(
-        **{name: np.concatenate(arrays) for name, arrays in parts.items()},
-        background_image=still.median(),
-        report=builder.build(seconds=clock.total()),
-    )
+        drain(iter_blocks(job), [arrays, builder], tracker)
+    return arrays.separation(builder.build(seconds=job.clock.total()))
+
+
+def drain(blocks: Iterable[Block], sinks: list[Sink], tracker: Tracker | None = None) -> None:
+    """Hand every block to every sink, in order: open them all, write each block to each,
+    close them all; abort them all on any failure or interruption (then re-raise). Sinks
+    are opened before the first block is asked for: encoders start while the first window
+    is read and solved.
+
+    ``tracker`` (optional) is told of the frames finished and the windows done.
+    """
+    try:
+        for sink in sinks:
+            sink.open()
+        for block in blocks:
+            if tracker is not None and block.offset == 0:
+                tracker.enter("write")
+            for sink in sinks:
+                sink.write(block)
+            if tracker is not None:
+                tracker.finished(len(block))
+                if block.last:
+                    tracker.window_done()
+            del block  # not held while the next block is formed
+        if tracker is not None:
+            tracker.enter("finish")
+        for sink in sinks:
+            sink.close()
+    except BaseException:
+        for sink in sinks:
+            sink.abort()
+        raise
 
 
 def separate_file(
@@ -244,11 +245,7 @@ def separate_file(
     clock = Stopwatch()
     settings = _settings(options, arrays=False)
     input = os.fspath(input)
-    check_input_name(input)
-    out_path = os.fspath(output) if output is not None else None
-    if out_path is not None and not out_path.strip():
-        raise InputError("{output=} is an empty name: give a folder", option=("output", out_path))
-    out_path = out_path or ("stdin-bpvideo" if input == "-" else default_output(input))
+    out_path = _output_path(input, output)
     RawMaskSink.check(settings.masks_to)
     check_access(*separate_access(input, out_path, settings))
     outdir = OutputDir(out_path, overwrite=settings.overwrite)
@@ -265,19 +262,28 @@ def separate_file(
         # columns), and idle OpenBLAS threads spin for a while after each call, taking a
         # core from the ffmpeg encoders (measured: 1.1 s of CPU on a 300-frame clip).
         with threadpool_limits(limits=1, user_api="blas"):
+            job = Job(source, settings, plan, clock, callback, tracker)
             learned = _learned(input, settings, callback, clock)
             if learned is None:
-                scene = given_scene(settings, source, reopen_file(input, settings))
-                windows = iter_windows(source, settings, callback=callback, clock=clock,
-                                       plan=plan, progress=tracker,
-                                       empty_scene=scene)  # fmt: skip
-            else:
-                windows = iter_learned_windows(learned, source, settings, clock=clock)
-            report = _write(outdir, out_path, source, settings, windows, learned, clock, tracker)
+                job.empty_scene = given_scene(settings, source, reopen_file(input, settings))
+                blocks = iter_blocks(job)
+            else:  # the report tells how the background was learned
+                job.plan = learned.plan
+                blocks = iter_learned_blocks(learned, source, settings, clock=clock)
+            report = _write(outdir, out_path, job, blocks, learned)
     finally:
         source.close()
     logger.info("wrote %s (%.2fs in all)", out_path, report.seconds["total"])
     return report
+
+
+def _output_path(input: str, output: str | os.PathLike | None) -> str:
+    """The output directory of ``input``: ``output``, or ``<input name>-bpvideo``."""
+    check_input_name(input)
+    out_path = os.fspath(output) if output is not None else None
+    if out_path is not None and not out_path.strip():
+        raise InputError("{output=} is an empty name: give a folder", option=("output", out_path))
+    return out_path or ("stdin-bpvideo" if input == "-" else default_output(input))
 
 
 def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -> FrameSource:
@@ -324,36 +330,19 @@ def _learned(
 def _write(
     outdir: OutputDir,
     out_path: str,
-    source: FrameSource,
-    settings: SeparateSettings,
-    windows: Iterable[Window],
+    job: Job,
+    blocks: Iterable[Block],
     learned: LearnedBackground | None,
-    clock: Stopwatch,
-    tracker: Tracker,
 ) -> Report:
-    """Feed the windows to the output files; stage ``summary.json``; commit."""
+    """Drain the job's blocks into the output folder; stage ``summary.json``; commit."""
+    source, settings, clock = job.source, job.settings, job.clock
     with outdir:
-        sinks = OutputSinks(outdir, source, settings, clock)
-        builder = ReportBuilder(source, settings)
-        try:
-            sinks.open()  # ffmpeg loads while the frames are read and solved
-            for window in windows:
-                tracker.enter("write")
-                sinks.write(window, done=tracker.finished)
-                tracker.window_done()
-                builder.add(window)
-                del window  # not held while the next window is solved
-            t = time.perf_counter()
-            tracker.enter("finish")
-            sinks.close()
-            clock.add("write", time.perf_counter() - t)
-        except BaseException:
-            sinks.abort()
-            raise
+        builder = ReportBuilder(source, settings, job.plan)
+        drain(blocks, [FolderSink(outdir, source, settings, clock), builder], job.progress)
         if learned is not None:
             builder.solved_by(learned.reports, learned.plan)
         report = builder.build(
-            output=str(out_path),
+            output=out_path,
             outputs=output_names(settings),
             learned=_learned_info(settings, learned),
             evaluation=_evaluate_staged(outdir, source, settings),
@@ -490,7 +479,7 @@ class BackgroundModel:
         single = _is_one_frame(frames, learned.native_size)
         source = open_frames([frames] if single else frames, scale=self.settings.scale)
         with threadpool_limits(limits=1, user_api="blas"):
-            masks = [w.masks for w in iter_learned_windows(learned, source, self.settings)]
+            masks = [b.masks for b in iter_learned_blocks(learned, source, self.settings)]
         out = np.concatenate(masks)
         return out[0] if single else out
 

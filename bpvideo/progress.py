@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.io.stream import FrameSource
-    from bpvideo.pipeline.run import Plan
+    from bpvideo.records import Plan
 
 __all__ = ["STAGES", "Progress", "ProgressCallback", "Tracker", "expected_windows", "track"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -44,6 +45,38 @@ def pytest_configure(config: pytest.Config) -> None:
             f"BPVIDEO_REQUIRE_EXTRAS is set but {', '.join(missing)} is not installed: "
             "pip install '.[test,fast,dask]'"
         )
+
+
+class _ErrorRecords(logging.Handler):
+    """Keeps the records of ERROR and above that reach it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(autouse=True)
+def no_unexpected_errors(request: pytest.FixtureRequest):
+    """Fail a test that logs an ERROR it did not expect (mark it ``expect_errors``): an
+    error logged and then swallowed is a bug the test would not otherwise see. Records
+    are taken from the ``bpvideo`` logger (which stops propagating once the CLI has
+    configured it) and from the root logger."""
+    handler = _ErrorRecords()
+    loggers = [logging.getLogger("bpvideo"), logging.getLogger()]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    if request.node.get_closest_marker("expect_errors") is None and handler.records:
+        seen = {id(r): r for r in handler.records}.values()  # one record, two loggers
+        lines = "; ".join(f"{r.name}: {r.getMessage()}" for r in seen)
+        pytest.fail(f"unexpected ERROR logged: {lines}", pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

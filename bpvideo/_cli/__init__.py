@@ -15,16 +15,16 @@ from typing import Any
 
 import click
 
-from bpvideo import __version__
 from bpvideo._cli.console import (
     CLOSED_STREAMS,
     configure_logging,
     error_line,
     iteration_table,
-    main,
     one_line,
     progress_bar,
+    run,
 )
+from bpvideo._version import __version__
 from bpvideo.errors import BpvideoError, InputError
 from bpvideo.settings import (
     OPTION_GROUPS,
@@ -454,3 +454,9 @@ def batch(
         if debug:
             raise
         return _config_problems(exc, config_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``bpvideo`` console script; returns the exit code (see
+    :func:`~bpvideo._cli.console.run`)."""
+    return run(cli, argv)

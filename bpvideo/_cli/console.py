@@ -31,9 +31,9 @@ __all__ = [
     "configure_logging",
     "error_line",
     "iteration_table",
-    "main",
     "one_line",
     "progress_bar",
+    "run",
 ]
 
 logger = logging.getLogger("bpvideo")
@@ -298,14 +298,13 @@ def _open_closed_streams() -> None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``bpvideo`` console script; returns the exit code.
+def run(cli: click.Command, argv: list[str] | None = None) -> int:
+    """Run the command line ``cli`` on ``argv`` (default: this process's arguments), with
+    bpvideo's errors, exit codes and signals; return the exit code.
 
     Exit codes: 0 done, 1 failed work, 2 usage error, 130 interrupted (SIGINT, Ctrl-C),
     143 terminated (SIGTERM). Interrupted runs remove their staged outputs first.
     """
-    from bpvideo._cli import cli
-
     _open_closed_streams()
     if argv is None:  # this process is bpvideo's own
         own_process()

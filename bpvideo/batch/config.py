@@ -26,21 +26,27 @@ the last), and ``1e-1`` is a float (YAML 1.1, and so PyYAML, reads it as a strin
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bpvideo.batch.checks import (
+    JOB_KEYS,
+    Checker,
+    ConfigError,
+    check_options,
+    did_you_mean,
+    load_mapping,
+    option_aliases,
+)
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
 from bpvideo.errors import InputError, shown
 from bpvideo.io.guard import check_usable
 from bpvideo.io.paths import expand_input, expand_template, template_fields
 from bpvideo.settings import (
     SeparateSettings,
-    check_value,
     merge_options,
-    option_name,
     option_specs,
 )
 
@@ -56,23 +62,11 @@ __all__ = [
 
 #: Top-level keys of a config.
 TOP_KEYS = ("defaults", "jobs", "executor", "scheduler", "workers", "report")
-#: Keys of a job (or of ``defaults``) that are not options of ``separate``.
-JOB_KEYS = ("input", "output")
 #: Fields every output template may use, besides the job's extra keys and options.
 TEMPLATE_FIELDS = ("stem", "name", "parent")
 #: Output template when neither the job nor ``defaults`` gives one (as ``separate``).
 DEFAULT_TEMPLATE = "{stem}-bpvideo"
 EXECUTORS = ("local", "dask")
-
-
-class ConfigError(InputError):
-    """A config with problems; :attr:`problems` holds one ``file:line: ...`` per problem."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
-        count = len(self.problems)
-        extra = f" (and {count - 1} more)" if count > 1 else ""
-        super().__init__(self.problems[0] + extra if self.problems else "invalid config")
 
 
 # --------------------------------------------------------------------------------------
@@ -124,79 +118,6 @@ class BatchConfig:
     report: Path | None = None
 
 
-def _option_aliases() -> dict[str, str]:
-    """Spelling -> option name (``max_iter``, ``max-iter``, ``inertia-a`` -> ``a``), from
-    :func:`bpvideo.settings.option_name`."""
-    aliases: dict[str, str] = {}
-    for name, _, spec in option_specs():
-        for spelling in (name, name.replace("_", "-"), (spec.flag or "").lstrip("-")):
-            if spelling and option_name(spelling) == name:
-                aliases[spelling] = name
-    return aliases
-
-
-def _did_you_mean(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-class _Checker:
-    """Collects ``file:line: where: message`` problems."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.problems: list[tuple[int, str]] = []
-
-    def add(self, line: int, where: str, message: str) -> None:
-        prefix = f"{where}: " if where else ""
-        self.problems.append((line, f"{self.label}:{line}: {prefix}{message}"))
-
-    def raise_if_any(self) -> None:
-        if self.problems:
-            ordered = [msg for _, msg in sorted(self.problems, key=lambda p: p[0])]
-            raise ConfigError(ordered)
-
-
-def _check_options(
-    mapping: LineDict, where: str, check: _Checker, aliases: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[str, int]]]:
-    """Split a job (or ``defaults``) into options, job keys and extra keys; check options.
-
-    Returns ``(options, job_keys, extras)``; extras map key -> (value, line).
-    """
-    specs = {name: spec for name, _, spec in option_specs()}
-    options: dict[str, Any] = {}
-    job_keys: dict[str, Any] = {}
-    extras: dict[str, Any] = {}
-    spelled: dict[str, str] = {}
-    for key, value in mapping.items():
-        line = mapping.line_of(key)
-        path = f"{where}.{key}" if where else str(key)
-        if not isinstance(key, str):
-            check.add(line, where, f"key {shown(key)} must be a name")
-            continue
-        if key in JOB_KEYS:
-            if not isinstance(value, str) or not value:
-                check.add(line, path, f"must be a path (a string), got {shown(value)}")
-            else:
-                job_keys[key] = value
-            continue
-        name = aliases.get(key)
-        if name is None:
-            extras[key] = (value, line)
-            continue
-        if name in spelled:
-            check.add(line, path, f"same option as {spelled[name]!r}: give it once")
-            continue
-        spelled[name] = key
-        try:
-            options[name] = check_value(name, specs[name], value)
-        except InputError as exc:
-            got = "" if value is None else f", got {shown(value)}"
-            check.add(line, path, f"{exc.rule}{got}" if exc.rule else exc.message)
-    return options, job_keys, extras
-
-
 #: Run options of a config: key -> (is the value valid, what it must be).
 _RUN_KEYS: dict[str, tuple[Any, str]] = {
     "executor": (lambda v: v in EXECUTORS, "must be local or dask"),
@@ -232,7 +153,7 @@ def load_config(path: str | os.PathLike) -> BatchConfig:
         ``file:line: key: message``, sorted by line.
     """
     config_path = Path(path)
-    data, check = _load_mapping(config_path, "with 'jobs:'")
+    data, check = load_mapping(config_path, "with 'jobs:'")
     if data is None:
         check.add(1, "", "must be a mapping with 'jobs:', got an empty file")
         check.raise_if_any()
@@ -257,13 +178,13 @@ def load_defaults(path: str | os.PathLike) -> dict[str, Any]:
     :class:`ConfigError` with every problem (unknown keys, with a close match; bad values;
     duplicate keys), each ``file:line: key: message``, sorted by line.
     """
-    data, check = _load_mapping(path, "of options (rank: 3)")
+    data, check = load_mapping(path, "of options (rank: 3)")
     if data is None:
         return {}  # an empty file changes nothing
     planner = _Planner(data, Path(path).resolve().parent, check)
-    options, keys, extras = _check_options(data, "", check, planner.aliases)
+    options, keys, extras = check_options(data, "", check, planner.aliases)
     for key, (_, line) in extras.items():
-        hint = _did_you_mean(key, planner.known)
+        hint = did_you_mean(key, planner.known)
         if not hint and key in TOP_KEYS:
             hint = " (a batch config's key: this file holds what goes under 'defaults:')"
         check.add(line, key, f"unknown key{hint}: not an option of separate")
@@ -277,21 +198,6 @@ def load_defaults(path: str | os.PathLike) -> dict[str, Any]:
     if "output" in keys:
         options["output"] = str(planner._path(keys["output"]))
     return options
-
-
-def _load_mapping(path: str | os.PathLike, what: str) -> tuple[LineDict | None, _Checker]:
-    """The YAML mapping of ``path`` (None for an empty file) and a checker that holds its
-    duplicate keys; anything else than a mapping is a :class:`ConfigError` (``what`` says
-    which mapping)."""
-    data, duplicates = load_yaml(path)
-    check = _Checker(str(path))
-    for line, message in duplicates:
-        check.add(line, "", message)
-    if data is not None and not isinstance(data, LineDict):
-        got = f"a {type(data).__name__}"
-        check.add(getattr(data, "line", 1), "", f"must be a mapping {what}, got {got}")
-        check.raise_if_any()
-    return data, check
 
 
 @dataclass
@@ -317,11 +223,11 @@ class _Template:
 class _Planner:
     """Checks the parts of a config (every problem goes to ``check``) and plans its jobs."""
 
-    def __init__(self, data: LineDict, base: Path, check: _Checker) -> None:
+    def __init__(self, data: LineDict, base: Path, check: Checker) -> None:
         self.data = data
         self.base = base
         self.check = check
-        self.aliases = _option_aliases()
+        self.aliases = option_aliases()
         self.known = sorted(set(self.aliases) | set(JOB_KEYS))
         self.outputs: dict[str, str] = {}
 
@@ -331,7 +237,7 @@ class _Planner:
         data = self.data
         for key in data:
             if key not in TOP_KEYS:
-                hint = _did_you_mean(key, list(TOP_KEYS))
+                hint = did_you_mean(key, list(TOP_KEYS))
                 if hint == "" and key in self.aliases:
                     hint = " (options go under 'defaults:' or in a job)"
                 message = f"unknown key{hint}: expected one of {', '.join(TOP_KEYS)}"
@@ -358,7 +264,7 @@ class _Planner:
             empty = LineDict()
             empty.line = data.line_of("defaults")
             return _Defaults(empty)
-        defaults = _Defaults(mapping, *_check_options(mapping, "defaults", self.check,
+        defaults = _Defaults(mapping, *check_options(mapping, "defaults", self.check,
                                                       self.aliases))  # fmt: skip
         if "input" in defaults.keys:
             self.check.add(mapping.line_of("input"), "defaults.input", "give the input in each job")
@@ -390,7 +296,7 @@ class _Planner:
     ) -> list[Job]:
         """The jobs of one entry (none when it has a problem)."""
         where = f"jobs[{i}]"
-        options, keys, extras = _check_options(entry, where, self.check, self.aliases)
+        options, keys, extras = check_options(entry, where, self.check, self.aliases)
         template = self._template(where, entry, keys, defaults)
         values, ok = self._template_values(where, template, defaults.extras, extras)
         settings = self._settings(where, line, entry, defaults,
@@ -457,7 +363,7 @@ class _Planner:
                 self.check.add(
                     key_line,
                     path,
-                    f"unknown key{_did_you_mean(key, self.known)}: not an option of separate, "
+                    f"unknown key{did_you_mean(key, self.known)}: not an option of separate, "
                     f"and the output template {shown(template.text)} does not use {{{key}}}",
                 )
                 ok = False

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from bpvideo.errors import InputError
-from bpvideo.settings import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES
+from bpvideo.limits import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES
 
 __all__ = ["LineDict", "LineList", "LineLoader", "load_yaml"]
 

@@ -36,7 +36,7 @@ from bpvideo.batch.report import BatchReport, Progress, format_table, read_repor
 from bpvideo.errors import BpvideoError, InputError, Terminated
 from bpvideo.io.guard import Access, check_jobs
 from bpvideo.io.outputs import signals_deferred
-from bpvideo.settings import REPORT_SUFFIX
+from bpvideo.limits import REPORT_SUFFIX
 
 __all__ = [
     "BatchOptions",

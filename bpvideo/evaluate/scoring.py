@@ -257,12 +257,6 @@ def evaluate(
         _score_frame(gt, index, mask_path, roi_mask, roi_source, epsilon)
         for index, mask_path in pairs
     ]
-    totals = {key: sum(row[key] for row in per_frame) for key in _COUNT_KEYS}
-    summary: dict[str, Any] = {"frames_scored": len(per_frame), **totals}
-    summary.update(confusion_metrics(totals["TP"], totals["FP"], totals["TN"], totals["FN"]))
-    summary["ssim"] = float(np.mean([row["ssim"] for row in per_frame]))
-    summary["epsilon_proximity"] = float(np.mean([row["epsilon_proximity"] for row in per_frame]))
-    summary["epsilon"] = float(epsilon)
     info = {
         "masks": str(found.folder),
         "groundtruth": str(gt.path),
@@ -271,7 +265,18 @@ def evaluate(
         "frames": [per_frame[0]["frame"], per_frame[-1]["frame"]],
         "roi": roi_source,
     }
-    return Evaluation(summary=summary, per_frame=per_frame, info=info)
+    return Evaluation(summary=_summary(per_frame, epsilon), per_frame=per_frame, info=info)
+
+
+def _summary(per_frame: list[dict[str, Any]], epsilon: float) -> dict[str, Any]:
+    """Summed counts, the seven metrics, mean SSIM and epsilon-proximity of scored frames."""
+    totals = {key: sum(row[key] for row in per_frame) for key in _COUNT_KEYS}
+    summary: dict[str, Any] = {"frames_scored": len(per_frame), **totals}
+    summary.update(confusion_metrics(totals["TP"], totals["FP"], totals["TN"], totals["FN"]))
+    summary["ssim"] = float(np.mean([row["ssim"] for row in per_frame]))
+    summary["epsilon_proximity"] = float(np.mean([row["epsilon_proximity"] for row in per_frame]))
+    summary["epsilon"] = float(epsilon)
+    return summary
 
 
 def _in_temporal_roi(

@@ -24,11 +24,11 @@ from bpvideo.io.stream import (
     select_frames,
     selected_count,
 )
+from bpvideo.limits import DEFAULT_FPS
 
-__all__ = ["DEFAULT_ARRAY_FPS", "as_bgr", "open_frames"]
+__all__ = ["as_bgr", "open_frames"]
 
 #: Frame rate of frames given in memory (they carry none) unless ``fps`` says otherwise.
-DEFAULT_ARRAY_FPS = 25.0
 
 
 def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
@@ -99,7 +99,7 @@ def open_frames(
     scale : float
         Resize factor.
     fps : float, optional
-        Frame rate (default :data:`DEFAULT_ARRAY_FPS`).
+        Frame rate (default :data:`~bpvideo.limits.DEFAULT_FPS`).
     name : str
         The source, for messages and the report.
 
@@ -136,7 +136,7 @@ def open_frames(
         raise InputError(f"{name} holds no frame: give two frames or more") from None
     first = as_bgr(given, 0)
     h, w = first.shape[:2]
-    rate = float(fps) if fps is not None else DEFAULT_ARRAY_FPS
+    rate = float(fps) if fps is not None else DEFAULT_FPS
     start, count = resolve_selection(start, count, end, duration, step, rate)
     count_selected = selected_count(total, start, count, step)
     source = FrameSource(name, w, h, rate, count_selected, (w, h), iter(()),

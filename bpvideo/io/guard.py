@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bpvideo._spec import is_span
 from bpvideo.errors import InputError, literal
 
 __all__ = [
@@ -213,7 +214,7 @@ def separate_access(
 
     reads = input_reads(input, "the input") + input_reads(settings.mask, "the mask")
     reads += input_reads(settings.learn_from, "the clip to learn from")
-    if settings.background_from not in ("auto", "none") and not _is_span(settings):
+    if settings.background_from not in ("auto", "none") and not is_span(settings.background_from):
         reads += input_reads(settings.background_from, "the empty scene")
     if settings.groundtruth is not None:
         reads += groundtruth_reads(settings.groundtruth)
@@ -223,12 +224,6 @@ def separate_access(
         option = ("masks_to", settings.masks_to)
         writes.append(Access(Path(settings.masks_to), "{masks_to}", "{masks_to}", option))
     return reads, writes
-
-
-def _is_span(settings: Any) -> bool:
-    from bpvideo.pipeline.empty_scene import is_span
-
-    return is_span(settings.background_from)
 
 
 def check_jobs(

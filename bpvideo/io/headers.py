@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
-from bpvideo.settings import (
+from bpvideo.limits import (
     FPS_RANGE,
     MAX_HEADER_LINE,
     MAX_PIXELS,

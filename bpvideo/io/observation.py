@@ -16,7 +16,7 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.io.headers import read_image
 from bpvideo.io.sources import IMAGE_EXTENSIONS, iter_frames, resize_frame
-from bpvideo.io.video import Video
+from bpvideo.records import Video
 
 __all__ = ["load_observation_mask", "random_observation"]
 

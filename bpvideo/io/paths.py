@@ -296,7 +296,7 @@ def glob_paths(pattern: str) -> list[str]:
         More than :data:`~bpvideo.settings.MAX_GLOB_MATCHES` matches, or more than
         :data:`GLOB_VISITS` paths looked at.
     """
-    from bpvideo.settings import MAX_GLOB_MATCHES
+    from bpvideo.limits import MAX_GLOB_MATCHES
 
     drive, rest = os.path.splitdrive(pattern)
     root = drive + (os.sep if rest.startswith(os.sep) else "")

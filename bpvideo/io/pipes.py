@@ -21,13 +21,12 @@ import numpy as np
 from bpvideo.errors import InputError, WorkError, literal, shown
 from bpvideo.io import _ffmpeg
 from bpvideo.io.headers import check_frame_size, check_rate, read_line
-from bpvideo.settings import MAX_HEADER_LINE
+from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
 
-__all__ = ["DEFAULT_PIPE_FPS", "Y4MHeader", "open_pipe", "parse_y4m_header"]
+__all__ = ["Y4MHeader", "open_pipe", "parse_y4m_header"]
 
 Y4M_MAGIC = b"YUV4MPEG2"
 #: Frame rate of raw frames on stdin (which carry none) unless ``fps`` says otherwise.
-DEFAULT_PIPE_FPS = 25.0
 
 
 def open_pipe(
@@ -71,7 +70,7 @@ def open_pipe(
     """
     if size is not None:
         w, h = size
-        rate = fps if fps is not None else DEFAULT_PIPE_FPS
+        rate = fps if fps is not None else DEFAULT_FPS
         return _iter_raw(stream, w, h, pix_fmt, name), w, h, rate
     head = _read_exact(stream, len(Y4M_MAGIC))
     if not head:
@@ -81,7 +80,7 @@ def open_pipe(
         raw = _iter_y4m(stream, header, name)
     else:
         header, raw = _ffmpeg_y4m(stream, head, name)
-    rate = fps if fps is not None else (check_rate(header.fps, name, fps) or 25.0) / step
+    rate = fps if fps is not None else (check_rate(header.fps, name, fps) or DEFAULT_FPS) / step
     return raw, header.width, header.height, rate
 
 
@@ -156,7 +155,7 @@ def parse_y4m_header(line: bytes, name: str = "-") -> Y4MHeader:
             f"{literal(name)}: y4m header lacks W/H: {literal(shown(line))}: check the stream"
         ) from None
     check_frame_size(width, height, name, "y4m frames")
-    fps = 25.0
+    fps = DEFAULT_FPS
     if "F" in fields:
         num, _, den = fields["F"].partition(":")
         try:

@@ -50,6 +50,7 @@ from bpvideo.io.stream import (
     select_frames,
     selected_count,
 )
+from bpvideo.limits import DEFAULT_FPS
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -72,7 +73,6 @@ if hasattr(cv2, "utils") and hasattr(cv2.utils, "logging"):
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_FATAL)
 
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
-DEFAULT_FOLDER_FPS = 25.0
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -180,7 +180,7 @@ def _video_info(path: Path) -> VideoProbe:
             f"{path}: cannot be decoded as a video ({exc}): check the file, or re-encode it "
             "with ffmpeg -i IN -c:v libx264 OUT.mp4"
         ) from None
-    fps = DEFAULT_FOLDER_FPS if found.fps is None else found.fps
+    fps = DEFAULT_FPS if found.fps is None else found.fps
     return VideoProbe("video", found.width, found.height, fps, found.frame_count)
 
 
@@ -244,7 +244,7 @@ def probe(path: str | os.PathLike) -> VideoProbe:
         first = _read_frame(files[0], *frame_size(*size, 1.0, str(files[0])))
         h, w = first.shape[:2]
         numbers, numbering = _file_numbers(files)
-        return VideoProbe("folder", w, h, DEFAULT_FOLDER_FPS, len(files), files, numbers, numbering)
+        return VideoProbe("folder", w, h, DEFAULT_FPS, len(files), files, numbers, numbering)
     if p.stat().st_size == 0:
         raise InputError(f"{p}: file is empty: give a video file with frames in it")
     if p.suffix.lower() in IMAGE_EXTENSIONS:
@@ -294,7 +294,6 @@ def iter_frames(
     """
     p = Path(path)
     info = info or probe(p)
-    count = 0
     if info.kind == "folder":
         numbers = dict(zip(info.files, info.numbers, strict=True))
         selected = info.files[start::step]
@@ -305,46 +304,96 @@ def iter_frames(
         return
     w, h = info.width, info.height
     gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h)
-    index = -1
+    count, index = 0, -1
     try:
         while frames is None or count < frames:
             try:
-                buf = next(gen)
-            except StopIteration:
-                if index < 0:
-                    raise _undecodable(p, "no frame could be decoded") from None
-                expected = info.frame_count
-                if expected is not None and expected - (index + 1) > short_read_tolerance(expected):
-                    raise TruncatedVideoError(
-                        f"{p}: only {index + 1} of the {expected} frames its header announces "
-                        f"could be decoded (truncated or damaged after frame {index + 1}): "
-                        "repair or re-encode it, or pass {allow_partial=True} to keep the "
-                        "frames read",
-                        index + 1,
-                        expected,
-                    ) from None
-                break
+                buf = next(gen, None)
             except RuntimeError as exc:
-                detail = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
-                detail = detail.replace(_ffmpeg.file_url(p), "the file")
+                raise _decode_failure(p, exc, index + 1, info.frame_count) from None
+            if buf is None:  # the end of the stream
                 if index < 0:
-                    raise _undecodable(p, detail) from None
-                raise TruncatedVideoError(
-                    f"{p}: decoding failed at frame {index + 1} after {index + 1} frame(s) were "
-                    f"decoded ({detail}): the file is damaged; re-encode it, use {{frames}} to "
-                    "stop before the damage, or pass {allow_partial=True} to keep the frames "
-                    "read",
-                    index + 1,
-                    info.frame_count,
-                ) from None
+                    raise _undecodable(p, "no frame could be decoded")
+                _check_length(p, index + 1, info.frame_count)
+                break
             index += 1
             if index < start or (index - start) % step:
                 continue
-            frame = np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
             count += 1
-            yield index, frame
+            yield index, np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
     finally:
         gen.close()
+
+
+def _check_length(path: Path, decoded: int, expected: int | None) -> None:
+    """Refuse a video that ended well before the frame count its container announces."""
+    if expected is not None and expected - decoded > short_read_tolerance(expected):
+        raise TruncatedVideoError(
+            f"{path}: only {decoded} of the {expected} frames its header announces could be "
+            f"decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
+            "or pass {allow_partial=True} to keep the frames read",
+            decoded,
+            expected,
+        )
+
+
+def _decode_failure(
+    path: Path, exc: RuntimeError, decoded: int, expected: int | None
+) -> InputError:
+    """The error of ffmpeg failing after ``decoded`` frames: undecodable, or truncated."""
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+    detail = detail.replace(_ffmpeg.file_url(path), "the file")
+    if decoded == 0:
+        return _undecodable(path, detail)
+    return TruncatedVideoError(
+        f"{path}: decoding failed at frame {decoded} after {decoded} frame(s) were decoded "
+        f"({detail}): the file is damaged; re-encode it, use {{frames}} to stop before the "
+        "damage, or pass {allow_partial=True} to keep the frames read",
+        decoded,
+        expected,
+    )
+
+
+def _open_stdin(
+    stream: BinaryIO,
+    selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
+    size: tuple[int, int] | None,
+    pix_fmt: str,
+    fps: float | None,
+) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
+    """:func:`open_source` of stdin: the source, its selected frames, ``(start, frames)``."""
+    start, frames, end, duration, step = selection
+    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
+    native = fps if fps is not None else (rate if size is not None else rate * step)
+    first, count = resolve_selection(start, frames, end, duration, step, native)
+    source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
+    return source, select_frames(raw, first, count, step), (first, count)
+
+
+def _open_path(
+    path: str | os.PathLike,
+    selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
+    scale: float,
+    fps: float | None,
+) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
+    """:func:`open_source` of a file or folder: the source, its selected frames (decoding
+    started for a video), ``(start, frames)``."""
+    start, frames, end, duration, step = selection
+    check_input_name(path)
+    info = probe(path)
+    w, h = info.width, info.height
+    frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
+    native = info.fps if info.kind == "video" or fps is None else fps
+    first, count = resolve_selection(start, frames, end, duration, step, native)
+    rate = fps if fps is not None else (check_rate(info.fps, str(path), fps) or DEFAULT_FPS) / step
+    expected = selected_count(info.frame_count, first, count, step)
+    source = FrameSource(str(path), w, h, float(rate), expected, (w, h), iter(()),
+                         numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
+    decoder = _ffmpeg.decode(path, w, h) if info.kind == "video" else None
+    selected = iter_frames(path, start=first, frames=count, step=step, info=info, decoder=decoder)
+    if decoder is not None:  # closed by close() even when no frame is read
+        source._decoder = decoder
+    return source, selected, (first, count)
 
 
 def check_input_name(path: str | os.PathLike) -> None:
@@ -416,30 +465,13 @@ def open_source(
     InputError
         Missing or undecodable input (before any frame is consumed).
     """
+    selection = (start, frames, end, duration, step)
     if str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
-        native = fps if fps is not None else (rate if size is not None else rate * step)
-        start, frames = resolve_selection(start, frames, end, duration, step, native)
-        source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
-        selected = select_frames(raw, start, frames, step)
+        source, selected, (start, frames) = _open_stdin(stream, selection, size, pix_fmt, fps)
     else:
-        check_input_name(path)
-        info = probe(path)
-        w, h = info.width, info.height
-        frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
-        native = info.fps if info.kind == "video" or fps is None else fps
-        start, frames = resolve_selection(start, frames, end, duration, step, native)
-        rate = fps if fps is not None else (check_rate(info.fps, str(path), fps) or 25.0) / step
-        count = selected_count(info.frame_count, start, frames, step)
-        source = FrameSource(str(path), w, h, float(rate), count, (w, h), iter(()),
-                             numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
-        decoder = _ffmpeg.decode(path, w, h) if info.kind == "video" else None
-        selected = iter_frames(
-            path, start=start, frames=frames, step=step, info=info, decoder=decoder
-        )
-        if decoder is not None:  # closed by close() even when no frame is read
-            source._decoder = decoder
+        source, selected, (start, frames) = _open_path(path, selection, scale, fps)
+    w, h = source.width, source.height
     source.start = start
     source.width, source.height = frame_size(w, h, scale, source.name)
     source.frames = scaled_frames(source, selected, scale, allow_partial, (start, frames, step))

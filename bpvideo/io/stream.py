@@ -140,10 +140,16 @@ class FrameSource:
                 close()
 
 
-def scaled_size(w: int, h: int, scale: float) -> tuple[int, int]:
-    if scale == 1.0:
-        return w, h
-    return max(1, round(w * scale)), max(1, round(h * scale))
+def scaled_size(w: int, h: int, scale: float, *, least: int = 1) -> tuple[int, int]:
+    """``(w, h)`` scaled by ``scale`` and rounded, at least ``least`` pixels a side (the
+    one rule of both scales: ``--scale`` of the input, 1; the solve scale, 2).
+
+    Examples
+    --------
+    >>> scaled_size(320, 240, 0.25), scaled_size(5, 5, 0.1), scaled_size(5, 5, 0.1, least=2)
+    ((80, 60), (1, 1), (2, 2))
+    """
+    return max(least, round(w * scale)), max(least, round(h * scale))
 
 
 def resolve_selection(
@@ -220,7 +226,7 @@ def frame_size(w: int, h: int, scale: float, name: str) -> tuple[int, int]:
         larger than the bounds.
     """
     from bpvideo.io.headers import check_frame_size
-    from bpvideo.settings import MIN_SIDE
+    from bpvideo.limits import MIN_SIDE
 
     check_frame_size(w, h, name)
     sw, sh = scaled_size(w, h, scale)

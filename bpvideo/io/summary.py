@@ -1,188 +1,28 @@
 """The report of a ``separate`` run: what ``summary.json`` holds, built in one place.
 
-:class:`ReportBuilder` takes the finished windows as they come (:meth:`ReportBuilder.add`)
-and builds one :class:`Report` at the end; :meth:`Report.to_dict` is the layout of
-``summary.json`` (a contract: keys are only ever added). :class:`Stopwatch` keeps the
-seconds of the stages.
+:class:`ReportBuilder` is a sink (:class:`~bpvideo.io.sinks.Sink`): it counts the finished
+blocks as they come and builds one :class:`~bpvideo.records.Report` at the end;
+:meth:`~bpvideo.records.Report.to_dict` is the layout of ``summary.json`` (a contract:
+keys are only ever added).
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bpvideo import __version__
+from bpvideo.records import Block, Plan, Report, WindowReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.io.sources import FrameSource
-    from bpvideo.pipeline.run import Plan, Window
     from bpvideo.settings import SeparateSettings
 
-__all__ = ["STAGES", "Report", "ReportBuilder", "Stopwatch", "WindowReport"]
-
-#: Stages timed in ``summary.json`` (``seconds``), with ``total``.
-STAGES = ("read", "solve", "masks", "write")
-
-
-class Stopwatch:
-    """Seconds spent per stage (:data:`STAGES`), from its creation on."""
-
-    def __init__(self) -> None:
-        self.started = time.perf_counter()
-        self.seconds = dict.fromkeys(STAGES, 0.0)
-
-    def add(self, stage: str, seconds: float) -> None:
-        """Count ``seconds`` to ``stage``."""
-        self.seconds[stage] += seconds
-
-    def total(self) -> dict[str, float]:
-        """Every stage and ``total`` (since creation), rounded to 0.1 ms."""
-        out = dict(self.seconds, total=time.perf_counter() - self.started)
-        return {k: round(v, 4) for k, v in out.items()}
-
-
-@dataclass
-class WindowReport:
-    """How one window was solved (an entry of ``summary.json``'s ``windows.list``).
-
-    Attributes
-    ----------
-    first_frame : int
-        Position (0-based, among the frames written) of the window's first new frame.
-    frames, new_frames : int
-        Frames solved, and those written (not shared with the previous window).
-    method : str
-        The solver.
-    iterations : int
-    converged : bool
-    residual : float
-        Final relative residual.
-    change : float or None
-        Final relative change.
-    threshold, noise : float or None
-        Mask threshold on ``|A - L|`` (the global one; pixels may have higher ones) and
-        the camera's noise level it came from.
-    sparsity : float or None
-        The alpha the solver ran with (``sparsity="auto"`` resolved).
-    observed : float or None
-        Fraction of the window's entries the solver observed (those the reference
-        background explains), None without a reference.
-    """
-
-    first_frame: int
-    frames: int
-    new_frames: int
-    method: str
-    iterations: int
-    converged: bool
-    residual: float
-    change: float | None
-    threshold: float | None
-    noise: float | None
-    sparsity: float | None = None
-    observed: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The entry of ``windows.list`` (without ``method``: the solver section has it)."""
-        out = asdict(self)
-        del out["method"]
-        return out
-
-
-@dataclass
-class Report:
-    """What a run did: the content of ``summary.json`` (:meth:`to_dict`).
-
-    Attributes are the keys of ``summary.json``: ``input``, ``output`` (None when nothing
-    was written), ``frame_numbers`` (number of each frame in the source: 0-based decode
-    index, or the number in a frame file's name), ``mask_numbers`` (the number in the name
-    of each frame's mask file), ``width``, ``height``, ``channels``, ``fps``,
-    ``observed_fraction``, ``settings``, ``solver``, ``masks``, ``windows``, ``outputs``,
-    ``partial``, ``frames_expected``, ``seconds``; ``learned`` (a learned background:
-    where it was learned) and ``evaluation`` (with ground truth) when there are some.
-    Also readable as a mapping: ``report["solver"]["iterations"]``.
-    """
-
-    input: str
-    output: str | None
-    frame_numbers: list[int]
-    mask_numbers: list[int]
-    width: int
-    height: int
-    channels: int
-    fps: float
-    observed_fraction: float
-    settings: dict[str, Any]
-    solver: dict[str, Any]
-    masks: dict[str, Any]
-    windows: dict[str, Any]
-    outputs: dict[str, str] | None
-    partial: bool
-    frames_expected: int
-    seconds: dict[str, float] = field(default_factory=dict)
-    learned: dict[str, Any] | None = None
-    evaluation: dict[str, Any] | None = None
-    bpvideo_version: str = __version__
-
-    @property
-    def frames(self) -> int:
-        """Frames separated."""
-        return len(self.frame_numbers)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``summary.json`` layout (keys in their order; JSON-able values)."""
-        out: dict[str, Any] = {
-            "bpvideo_version": self.bpvideo_version,
-            "input": self.input,
-            "output": self.output,
-            "frames": self.frames,
-            "frame_numbers": self.frame_numbers,
-            "mask_numbers": self.mask_numbers,
-            "width": self.width,
-            "height": self.height,
-            "channels": self.channels,
-            "fps": self.fps,
-            "observed_fraction": self.observed_fraction,
-            "settings": self.settings,
-            "solver": self.solver,
-            "masks": self.masks,
-            "windows": self.windows,
-            "outputs": self.outputs,
-        }
-        if self.learned is not None:
-            out["learned"] = self.learned
-        out.update(partial=self.partial, frames_expected=self.frames_expected)
-        if self.evaluation is not None:
-            out["evaluation"] = self.evaluation
-        out["seconds"] = self.seconds
-        return json.loads(json.dumps(out, default=_json_default))
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-    def keys(self) -> Iterable[str]:
-        """The keys of :meth:`to_dict`."""
-        return self.to_dict().keys()
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
+__all__ = ["ReportBuilder"]
 
 
 class ReportBuilder:
-    """Collects the finished windows of a run and builds its :class:`Report`.
+    """Counts the finished blocks of a run and builds its :class:`~bpvideo.records.Report`.
 
     Parameters
     ----------
@@ -190,29 +30,40 @@ class ReportBuilder:
         The frames (name, rate, numbering, partial decoding).
     settings : SeparateSettings
         The run's options.
+    plan : Plan
+        How the run was cut and solved.
     """
 
-    def __init__(self, source: FrameSource, settings: SeparateSettings) -> None:
+    def __init__(self, source: FrameSource, settings: SeparateSettings, plan: Plan) -> None:
         self.source = source
         self.settings = settings
+        self.plan = plan
         self.frame_numbers: list[int] = []
         self.mask_numbers: list[int] = []
         self.reports: list[WindowReport] = []
-        self.plan: Plan | None = None
         self.frame_shape: tuple[int, ...] = ()
         self.foreground_pixels = 0
         self.observed = 0.0
 
-    def add(self, window: Window) -> None:
-        """Count a finished window (after its masks were formed)."""
-        self.frame_numbers.extend(window.numbers)
-        self.mask_numbers.extend(self.source.mask_number(n) for n in window.numbers)
-        self.frame_shape = window.frame_shape
-        self.plan = self.plan or window.plan
-        self.foreground_pixels += window.foreground_pixels
-        self.observed += window.observed
-        if window.report is not None:
-            self.reports.append(window.report)
+    def open(self) -> None:
+        """Nothing to prepare."""
+
+    def write(self, block: Block) -> None:
+        """Count a block; a window's last block counts its window."""
+        self.frame_numbers.extend(block.numbers)
+        self.mask_numbers.extend(self.source.mask_number(n) for n in block.numbers)
+        self.frame_shape = block.background.shape[1:]
+        self.foreground_pixels += int(np.count_nonzero(block.masks))
+        if block.last and block.window is not None:
+            self.observed += block.window.observed
+            if block.window.report is not None:
+                self.reports.append(block.window.report)
+
+    def close(self) -> None:
+        """Nothing to finish."""
+
+    def abort(self) -> None:
+        """Nothing to undo."""
 
     def solved_by(self, reports: list[WindowReport], plan: Plan) -> None:
         """The windows that solved the background, when it was learned elsewhere."""
@@ -234,7 +85,6 @@ class ReportBuilder:
         noises = [r.noise for r in self.reports if r.noise is not None]
         last = self.reports[-1]
         plan = self.plan
-        assert plan is not None
         return Report(
             input=self.source.name,
             output=output,

@@ -9,102 +9,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
 
 from bpvideo.io.sources import open_source
+from bpvideo.limits import DEFAULT_FPS
+from bpvideo.records import Video
 
-__all__ = ["Video", "read_video", "video_from_frames"]
-
-
-@dataclass
-class Video:
-    """Frames of one clip as a data matrix.
-
-    Attributes
-    ----------
-    data : (m, n) uint8 or float32 ndarray
-        One column per frame: ``frame.reshape(-1)`` of the grey (or BGR) frame, 0..255.
-    frames : (n, H, W, 3) uint8 ndarray
-        The decoded BGR frames (after ``scale``), for writing the foreground video.
-    frame_shape : tuple of int
-        ``(H, W)`` for grey data, ``(H, W, 3)`` for colour data.
-    fps : float
-        Frame rate (of the selected frames, i.e. divided by ``step``).
-    source : str
-        Where the frames came from.
-    frame_numbers : list of int
-        Number of each selected frame in the source: the trailing number of the file name
-        for image folders, the 0-based decode index for videos (see
-        :attr:`FrameSource.numbering`).
-    mask : (m, n) bool ndarray or None
-        Observation mask (True = observed), or None when fully observed.
-    partial : bool
-        The frames end where a truncated video's decoding failed (``allow_partial``).
-    frames_expected : int or None
-        With ``partial``: the frames the selection would have had.
-    planes : (n, *frame_shape) uint8 ndarray or None
-        The frames of ``data`` one after another (its transpose), when kept.
-    """
-
-    data: np.ndarray
-    frames: np.ndarray
-    frame_shape: tuple[int, ...]
-    fps: float
-    source: str
-    frame_numbers: list[int] = field(default_factory=list)
-    mask: np.ndarray | None = None
-    partial: bool = False
-    frames_expected: int | None = None
-    planes: np.ndarray | None = None
-
-    @property
-    def n_frames(self) -> int:
-        """Number of frames (columns)."""
-        return self.shape[1]
-
-    @property
-    def height(self) -> int:
-        return self.frame_shape[0]
-
-    @property
-    def width(self) -> int:
-        return self.frame_shape[1]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """``(m, n)``: the data matrix's shape."""
-        return self.data.shape
-
-    def rows(self, lo: int, hi: int, cols: np.ndarray, step: int = 1) -> np.ndarray:
-        """``data[lo:hi:step][:, cols]``: some rows of some frames, uint8 (as ``data``)."""
-        return self.data[lo:hi:step][:, cols]
-
-    def pixels(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray:
-        """BGR of the pixels ``lo:hi`` (row-major) of the frames ``cols``: (hi - lo, k, 3)."""
-        flat = self.frames.reshape(len(self.frames), -1, 3)
-        return np.ascontiguousarray(flat[cols, lo:hi].transpose(1, 0, 2))
-
-    def frame_block(self, lo: int, hi: int) -> np.ndarray:
-        """The BGR frames ``lo:hi``, (k, H, W, 3) uint8."""
-        return self.frames[lo:hi]
-
-    def plane_block(self, lo: int, hi: int) -> np.ndarray | None:
-        """The frames ``lo:hi`` of ``data`` one after another (``planes``), or None."""
-        return None if self.planes is None else self.planes[lo:hi]
-
-    def as_frames(self, matrix: np.ndarray) -> np.ndarray:
-        """Reshape an (m, n) matrix to ``(n, *frame_shape)`` frames (a view when possible)."""
-        return matrix.T.reshape((matrix.shape[1], *self.frame_shape))
+__all__ = ["read_video", "video_from_frames"]
 
 
 def video_from_frames(
     chunk: Sequence[tuple[int, np.ndarray]],
     *,
     gray: bool = True,
-    fps: float = 25.0,
+    fps: float = DEFAULT_FPS,
     source: str = "",
     dtype: type = np.uint8,
 ) -> Video:

@@ -20,28 +20,18 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.io.arrays import open_frames
 from bpvideo.io.headers import image_size, read_image
-from bpvideo.io.sinks import Still
 from bpvideo.io.sources import FrameSource, open_source
-from bpvideo.settings import SeparateSettings, parse_span
+from bpvideo.records import Still
+from bpvideo.settings import SeparateSettings, is_span, parse_span
 
 __all__ = [
     "as_column",
     "given_scene",
     "image_scene",
-    "is_span",
     "reopen_array",
     "reopen_file",
     "span_scene",
 ]
-
-
-def is_span(spec: str) -> bool:
-    """Whether ``background_from`` names frames (``START:END``) rather than an image."""
-    try:
-        parse_span(spec, "background_from")
-    except InputError:
-        return False
-    return True
 
 
 def as_column(image: np.ndarray, gray: bool) -> np.ndarray:

@@ -1,10 +1,10 @@
 """A learned background: solve once on some frames, then separate new frames without solving.
 
-:func:`learn` runs the pipeline (:func:`~bpvideo.pipeline.run.iter_windows`, same options
+:func:`learn` runs the pipeline (:func:`~bpvideo.pipeline.run.iter_solutions`, same options
 and solve scale as ``separate``) on the frames it is given and keeps the background
 subspace of the last window at full resolution: an orthonormal basis ``Q`` (m x q: the
 solver's r factors, upsampled when the solve was downscaled, and the detail images) and
-the threshold its masks used. :func:`iter_learned_windows` then projects every new frame
+the threshold its masks used. :func:`iter_learned_blocks` then projects every new frame
 onto that subspace robustly (:func:`robust_coefficients`: least squares over the pixels,
 refitted without those whose residual is above the mask threshold) and makes its masks
 with the same function, threshold and clean-up as ``separate``. Nothing is solved: the
@@ -22,16 +22,17 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.io.sources import FrameSource
-from bpvideo.io.summary import Stopwatch, WindowReport
 from bpvideo.io.video import video_from_frames
-from bpvideo.pipeline.finished import Window, columns_to_frames
-from bpvideo.pipeline.run import Plan, iter_windows
+from bpvideo.masks import MaskModel
+from bpvideo.pipeline.finish import Solution, columns_to_frames, finish, window_info
+from bpvideo.pipeline.plan import Job
+from bpvideo.pipeline.run import iter_solutions
 from bpvideo.pipeline.scale import Background
+from bpvideo.records import Block, Plan, Stopwatch, WindowReport
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers._common import Callback
-from bpvideo.thresholds import MaskModel
 
-__all__ = ["APPLY_FRAMES", "LearnedBackground", "iter_learned_windows", "learn"]
+__all__ = ["APPLY_FRAMES", "LearnedBackground", "iter_learned_blocks", "learn"]
 
 #: Frames projected together by :func:`iter_learned_windows`.
 APPLY_FRAMES = 64
@@ -101,29 +102,31 @@ def learn(
     Raises
     ------
     InputError
-        As :func:`~bpvideo.pipeline.run.iter_windows` (too few frames for the rank...).
+        As :func:`~bpvideo.pipeline.run.iter_solutions` (too few frames for the rank...).
     """
     reports: list[WindowReport] = []
-    last: Window | None = None
-    for window in iter_windows(source, settings, callback=callback, clock=clock, outputs=False):
-        assert window.report is not None
-        reports.append(window.report)
-        last = window
-    assert last is not None  # iter_windows raises when no frame is selected
+    last: Solution | None = None
+    job = Job.of(source, settings, callback=callback, clock=clock)
+    for solution in iter_solutions(job):
+        assert solution.info.report is not None
+        reports.append(solution.info.report)
+        last = solution
+    assert last is not None  # iter_solutions raises when no frame is selected
     thresholds = [r.threshold for r in reports if r.threshold is not None]
     threshold = float(np.median(thresholds)) if thresholds else None
     noises = [r.noise for r in reports if r.noise is not None]
     background = last.background
     basis = background.basis(settings.rank)
-    cols = np.unique(np.linspace(0, len(last) - 1, min(len(last), IMAGE_FRAMES)).round())
+    k = last.info.frames
+    cols = np.unique(np.linspace(0, k - 1, min(k, IMAGE_FRAMES)).round())
     columns = background.take(cols.astype(int))
-    frames = columns_to_frames(columns, last.frame_shape)
+    frames = columns_to_frames(columns, last.video.frame_shape)
     image = np.clip(np.rint(np.median(frames, axis=0)), 0, 255).astype(np.uint8)
     coefficients = (basis.T @ columns).astype(np.float64)  # q x (sampled frames)
     mean, precision = _prior(coefficients, float(np.median(noises)) if noises else 1.0)
     return LearnedBackground(
         basis=basis,
-        frame_shape=last.frame_shape,
+        frame_shape=last.video.frame_shape,
         native_size=source.native_size,
         threshold=threshold,
         model=last.model,
@@ -131,7 +134,7 @@ def learn(
         precision=precision,
         image=image,
         reports=reports,
-        plan=last.plan,
+        plan=job.plan,
     )
 
 
@@ -194,15 +197,15 @@ def _row_limits(learned: LearnedBackground, m: int) -> float | np.ndarray:
     return np.repeat(per_pixel, m // len(per_pixel), axis=0)
 
 
-def iter_learned_windows(
+def iter_learned_blocks(
     learned: LearnedBackground,
     source: FrameSource,
     settings: SeparateSettings,
     *,
     clock: Stopwatch | None = None,
-) -> Iterator[Window]:
+) -> Iterator[Block]:
     """Separate ``source`` with a learned background: windows of :data:`APPLY_FRAMES`
-    frames, each finished as :func:`~bpvideo.pipeline.run.iter_windows`'s are.
+    frames, each finished into blocks as :func:`~bpvideo.pipeline.run.iter_blocks`'s are.
 
     Raises
     ------
@@ -218,6 +221,7 @@ def iter_learned_windows(
     if learned.model is None:  # the support rule is refused with a learned background
         raise InputError("a learned background needs the residual rule: use mask_rule='residual'")
     clock = clock or Stopwatch()
+    options = settings.masks
     frames = iter(source.frames)
     index = 0
     t = time.perf_counter()
@@ -229,12 +233,10 @@ def iter_learned_windows(
         C = robust_coefficients(learned, video.data)
         clock.add("solve", time.perf_counter() - t2)
         L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
-        window = Window(video, 0, L, None, settings=settings, model=learned.model,
-                        plan=learned.plan, index=index, clock=clock)  # fmt: skip
+        solution = Solution(video, 0, L, None, learned.model, window_info(video, 0, index))
         del video, C, L
-        yield window
-        window.release()
-        del window
+        yield from finish(solution, options, clock)
+        del solution
         index += 1
         t = time.perf_counter()
     if index == 0:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bpvideo.masks.thresholds import MAD_SCALE
 from bpvideo.robust import masked_median
-from bpvideo.thresholds import MAD_SCALE
 
 __all__ = ["fit_light", "light_base", "still_light"]
 

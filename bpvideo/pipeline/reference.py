@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo.masks.shadows import same_texture
+from bpvideo.masks.thresholds import AGREE_K
 from bpvideo.pipeline.light import fit_light, light_base, still_light
-from bpvideo.shadows import same_texture
 from bpvideo.solvers.backends import get_backend
-from bpvideo.thresholds import AGREE_K
 
 __all__ = [
     "CONSISTENT_K",
@@ -68,7 +68,7 @@ MOTION_BOX = 0.12
 #: Frames before and after a frame whose motion counts for it.
 MOTION_REACH = 5
 #: An entry is consistent with the reference within this many noise levels (as it agrees
-#: with a solved background, :data:`bpvideo.thresholds.AGREE_K`).
+#: with a solved background, :data:`bpvideo.masks.thresholds.AGREE_K`).
 CONSISTENT_K = AGREE_K
 #: Side of the box over which the light's local gain is averaged, as a fraction of the
 #: smaller frame side (:func:`changed_objects`).
@@ -297,7 +297,7 @@ def changed_objects(
     """Pixels where an object, not the light, changed between two reference images.
 
     Light keeps the texture under it; an object replaces it (the texture test of
-    :mod:`bpvideo.shadows`). A pixel is a change of light when its textured neighbourhood
+    :mod:`bpvideo.masks.shadows`). A pixel is a change of light when its textured neighbourhood
     correlates with the previous one. Elsewhere (flat patches: a wall, a plain shirt) the
     light is judged by its neighbours: the ratio ``own / previous`` averaged over the
     pixels that are unchanged or a change of light (a box of :data:`LIGHT_BOX` of the

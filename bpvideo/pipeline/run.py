@@ -1,13 +1,13 @@
-"""The pipeline: a stream of frames in, finished windows out (:func:`iter_windows`).
+"""The run loop: a job's frames in, finished blocks out (:func:`iter_blocks`).
 
 Frames are read as a stream and held as uint8 until their window is solved. With a
-window size (``settings.window``) the video is solved window by window, each started from
-the previous window's background subspace (:func:`~bpvideo.pipeline.windows.warm_start`)
-and sharing ``settings.overlap`` frames with it; ``window=0`` (and ``auto`` on short
-clips) solves the whole video at once. Each window comes out finished: the numbers of its
-new frames, the frames, the full-resolution background, masks and a report. Consumers
-(:func:`bpvideo.separate_file` feeds encoders and mask files, :func:`bpvideo.separate`
-collects arrays) take one window at a time, so memory stays bounded by the window.
+window size (the job's plan) the video is solved window by window, each started from the
+previous window's background subspace (:func:`~bpvideo.pipeline.windows.warm_start`) and
+sharing ``overlap`` frames with it; ``window=0`` (and ``auto`` on short clips) solves the
+whole video at once. :func:`iter_solutions` yields each window solved;
+:func:`iter_blocks` finishes them (:func:`~bpvideo.pipeline.finish.finish`) into blocks of
+frames with their background and masks, which the sinks take one after another, so that
+memory stays bounded by the window.
 """
 
 from __future__ import annotations
@@ -15,248 +15,152 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.io.observation import load_observation_mask, random_observation
-from bpvideo.io.sources import FrameSource
-from bpvideo.io.summary import Stopwatch, WindowReport
-from bpvideo.io.video import Video, video_from_frames
+from bpvideo.io.video import video_from_frames
+from bpvideo.masks import window_model
 from bpvideo.pipeline.empty_scene import span_scene
-from bpvideo.pipeline.finished import OUTPUT_FRAMES, Block, Window, columns_to_frames, masked_frames
+from bpvideo.pipeline.finish import Solution, finish, window_info
+from bpvideo.pipeline.plan import Job, plan_window
 from bpvideo.pipeline.reference import Reference
-from bpvideo.pipeline.scale import (
-    Background,
-    effective_solve_scale,
-    resize_columns,
-    scaled_size,
-    solved_video_size,
-)
-from bpvideo.pipeline.solve import (
-    Solved,
-    WarmUp,
-    solve_device,
-    solve_entries,
-    solve_window,
-    uses_reference,
-)
+from bpvideo.pipeline.scale import Background, resize_columns, solve_size, solved_video_size
+from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
 from bpvideo.pipeline.spool import FrameSpool, SpooledVideo
-from bpvideo.pipeline.statistics import window_model
-from bpvideo.pipeline.windows import (
-    CARRY_FRAMES,
-    check_window,
-    chunk_windows,
-    plan_window,
-    planned_memory,
-    resident_memory,
-    spools,
-)
-from bpvideo.progress import Tracker
-from bpvideo.settings import SeparateSettings, format_span
-from bpvideo.solvers import SolverResult
-from bpvideo.solvers._common import Callback
+from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, min_window
+from bpvideo.records import Block, Plan, Video, WindowReport
+from bpvideo.settings import format_span
 from bpvideo.solvers.backends import get_backend
 
-__all__ = [
-    "OUTPUT_FRAMES",
-    "Block",
-    "Plan",
-    "Window",
-    "columns_to_frames",
-    "iter_windows",
-    "masked_frames",
-    "plan_run",
-]
+__all__ = ["iter_blocks", "iter_solutions"]
 
 logger = logging.getLogger("bpvideo")
 
 
-@dataclass
-class Plan:
-    """How a stream is cut and solved (the same for all its windows).
-
-    Attributes
-    ----------
-    window : int or None
-        Frames per window, None for the whole stream at once.
-    overlap : int
-        Frames shared by consecutive windows (0 without windows).
-    whole_max : int
-        With ``window="auto"``: a stream that ends within this many frames is solved whole.
-    solve_scale : float
-        The factor the solve runs at (``"auto"`` resolved).
-    memory : int or None
-        Bytes the process will hold at most: what it held when the run was planned, plus
-        :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
-    device : {"cpu", "cuda"}
-        Where the solver runs (``"auto"`` resolved).
-    spooled : bool
-        Whether the full-resolution frames of a window wait on disk (:func:`spools`), not
-        in memory.
-    """
-
-    window: int | None
-    overlap: int
-    whole_max: int
-    solve_scale: float
-    memory: int | None = None
-    device: str = "cpu"
-    spooled: bool = False
-
-
-def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
-    """The :class:`Plan` of a stream, checked against the memory before any work.
-
-    Raises
-    ------
-    InputError
-        The job cannot fit (names ``window`` and ``scale``), or ``device="cuda"`` cannot
-        run here.
-    """
-    device = solve_device(settings)
-    window, whole_max = plan_window(
-        settings, source.width, source.height, source.frame_count, name=source.name
-    )
-    scale = effective_solve_scale(settings.solve_scale, source.width, source.height)
-    if device == "cuda":
-        from bpvideo.solvers.backends.cuda import device_name
-
-        logger.info("solving on the GPU: %s (CuPy)", device_name())
-    memory = planned_memory(settings, source.width, source.height, source.frame_count, window,
-                            whole_max)  # fmt: skip
-    if memory is not None:
-        memory += resident_memory()
-    overlap = settings.overlap if window is not None else 0
-    return Plan(window, overlap, whole_max, scale, memory=memory, device=device,
-                spooled=spools(settings, scale))  # fmt: skip
-
-
-def iter_windows(
-    source: FrameSource,
-    settings: SeparateSettings,
-    *,
-    callback: Callback | None = None,
-    clock: Stopwatch | None = None,
-    outputs: bool = True,
-    plan: Plan | None = None,
-    progress: Tracker | None = None,
-    empty_scene: np.ndarray | tuple[int, int | None] | None = None,
-) -> Iterator[Window]:
-    """Solve ``source`` window by window; yield each :class:`Window` as it is finished.
-
-    Parameters
-    ----------
-    source : FrameSource
-        The frames (a file, a folder, stdin or arrays).
-    settings : SeparateSettings
-        Options, validated.
-    callback : callable, optional
-        Called with each solver :class:`~bpvideo.solvers.Iterate`.
-    clock : Stopwatch, optional
-        Collects the seconds of the stages (``read``, ``solve``, ``masks``, ``write``).
-    outputs : bool, default True
-        Form the masks and background frames of a window before going on to the next
-        (False: a consumer that only wants the backgrounds and reports).
-    plan : Plan, optional
-        :func:`plan_run` of the stream, when already made.
-    progress : Tracker, optional
-        Told when a window's solve begins (see :mod:`bpvideo.progress`).
-    empty_scene : (m,) ndarray or (int, int or None), optional
-        A given empty scene (``background_from``): a data column of the frames' size, or
-        the span of the first window's frames to take it from (a stream that cannot be
-        read twice).
+def iter_blocks(job: Job) -> Iterator[Block]:
+    """Solve the job's frames window by window and yield the finished blocks.
 
     Yields
     ------
-    Window
-        Valid until the next one is asked for; then only its finished arrays are kept.
+    Block
+        Frames, background and masks of up to a few dozen frames, in order; the blocks
+        of one window share its :class:`~bpvideo.records.WindowInfo` (with its report).
 
     Raises
     ------
     InputError
-        Bad options or input, a job that cannot fit in memory (before any work), no frame
-        selected, or a bad last window (when it is reached).
+        Bad options or input, no frame selected, or a bad last window (when it is
+        reached).
     """
-    clock = clock or Stopwatch()
-    plan = plan or plan_run(source, settings)
-    spool = _spool(source, settings, plan)
+    options = job.settings.masks
+    for solution in iter_solutions(job):
+        yield from finish(solution, options, job.clock)
+        del solution  # not held while the next window is solved
+
+
+def iter_solutions(job: Job) -> Iterator[Solution]:
+    """Solve the job's frames window by window; yield each window solved (its outputs not
+    formed: :func:`~bpvideo.pipeline.finish.finish` forms them).
+
+    Raises
+    ------
+    InputError
+        As :func:`iter_blocks`.
+    """
+    spool = _spool(job)
     try:
-        yield from _windows(
-            source, settings, plan, spool, clock, callback, outputs, empty_scene, progress
-        )
+        yield from _solutions(job, spool)
     finally:
         if spool is not None:
             spool.close()
 
 
-def _spool(source: FrameSource, settings: SeparateSettings, plan: Plan) -> FrameSpool | None:
+def _spool(job: Job) -> FrameSpool | None:
     """The spool of the full-resolution frames, when the plan says so."""
-    if not plan.spooled:
+    if not job.plan.spooled:
         return None
-    shape = _frame_shape(source, settings)
-    return FrameSpool(shape, scaled_size(shape, plan.solve_scale))
+    return FrameSpool(job.frame_shape, solve_size(job.frame_shape, job.plan.solve_scale))
 
 
-def _windows(
-    source: FrameSource,
-    settings: SeparateSettings,
-    plan: Plan,
-    spool: FrameSpool | None,
-    clock: Stopwatch,
-    callback: Callback | None,
-    outputs: bool,
-    empty_scene: np.ndarray | tuple[int, int | None] | None,
-    progress: Tracker | None,
-) -> Iterator[Window]:
-    """:func:`iter_windows` once its plan and spool are made."""
-    warm = _warm_up(source, settings, plan)
+def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
+    """:func:`iter_solutions` once its spool is made."""
+    settings, plan, clock, source = job.settings, job.plan, job.clock, job.source
+    warm = _warm_up(job)
     state = _Carry()
-    if isinstance(empty_scene, np.ndarray):
-        state.give(empty_scene, _frame_shape(source, settings), plan.solve_scale)
+    if isinstance(job.empty_scene, np.ndarray):
+        state.give(job.empty_scene, job.frame_shape, plan.solve_scale)
     frames = source.frames
     if spool is not None:  # (number, index in the spool): written to disk as they come
         frames = ((number, spool.add(frame)) for number, frame in frames)
     chunks = chunk_windows(
-        frames, plan.window, settings.overlap, plan.whole_max, 2 * settings.rank + 2
+        frames, plan.window, settings.overlap, plan.whole_max, min_window(settings.rank)
     )
     t_read = clock.started
     for index, (chunk, new_from) in enumerate(chunks):
         clock.add("read", time.perf_counter() - t_read)
         if spool is not None and chunk:
             spool.release_before(chunk[0][1])
-        if index == 0 and isinstance(empty_scene, tuple):
-            state.give(_first_frames_scene(chunk, empty_scene, settings, source.name, spool),
-                       _frame_shape(source, settings), plan.solve_scale)  # fmt: skip
-        video = _window_video(source, settings, plan, chunk, new_from, state, index, spool)
+        if index == 0 and isinstance(job.empty_scene, tuple):
+            scene = _first_frames_scene(chunk, job.empty_scene, job, spool)
+            state.give(scene, job.frame_shape, plan.solve_scale)
+        video = _window_video(job, chunk, new_from, state, index, spool)
         del chunk
         if index == 0:
-            _log_read(source, settings, plan, video, clock)
+            _log_read(job, video)
         t = time.perf_counter()
-        if progress is not None:
-            progress.enter("solve")
+        if job.progress is not None:
+            job.progress.enter("solve")
         if warm is not None:
             warm.join()
             warm = None
         solved = solve_window(
-            video, settings, state.columns(), callback=callback, scale=plan.solve_scale,
+            video, settings, state.columns(), callback=job.callback, scale=plan.solve_scale,
             previous_detail=state.detail, new_from=new_from, reference=state.reference,
         )  # fmt: skip
         state.detail, state.reference = solved.detail, solved.reference
         clock.add("solve", time.perf_counter() - t)
-        window = _finish(video, new_from, solved, settings, plan, index, state, clock)
-        _log_window(window, solved.result, plan, clock, t_read)
+        solution = _solution(job, video, new_from, solved, index, state)
+        _log_window(solution, solved, plan, job, t_read)
         if not uses_reference(settings):
             state.keep(solved.L, video.n_frames, plan)
         del video, solved
-        yield window
-        window.release(outputs)
-        del window  # the consumer's to keep: not held while the next window is solved
+        yield solution
+        del solution  # the consumer's to keep: not held while the next window is solved
         t_read = time.perf_counter()
     if state.done == 0:
         raise source.nothing_selected(settings.start, settings.step)
+
+
+def _solution(
+    job: Job, video: Video, new_from: int, solved: Solved, index: int, state: _Carry
+) -> Solution:
+    """The :class:`Solution` of a solved window: the thresholds of its masks, its report."""
+    t = time.perf_counter()
+    model = window_model(video, solved.L, job.settings.masks, new_from=new_from,
+                         observed=solved.observed, rows=solved.rows)  # fmt: skip
+    job.clock.add("masks", time.perf_counter() - t)
+    n = video.n_frames
+    result = solved.result
+    report = WindowReport(
+        first_frame=state.done,
+        frames=n,
+        new_frames=n - new_from,
+        method=result.method,
+        iterations=result.iterations,
+        converged=result.converged,
+        residual=result.residual,
+        change=result.changes[-1] if result.changes else None,
+        threshold=None if model is None else model.threshold,
+        noise=None if model is None else model.noise,
+        sparsity=solved.sparsity,
+        observed=None if solved.observed is None else float(solved.observed.mean()),
+    )
+    state.done += n - new_from
+    info = window_info(video, new_from, index, report)
+    return Solution(video, new_from, solved.L, solved.S, model, info)
 
 
 class _Carry:
@@ -275,7 +179,7 @@ class _Carry:
         if solve_scale >= 1.0:
             self.reference = Reference.given(scene)
             return
-        size = scaled_size(frame_shape, solve_scale)
+        size = solve_size(frame_shape, solve_scale)
         small_shape = (size[1], size[0], *frame_shape[2:])
         column = scene.reshape(-1, 1)
         small = resize_columns(column, frame_shape, size, cv2.INTER_AREA)
@@ -297,20 +201,15 @@ class _Carry:
             self.carried = L.take(pick) if L.dense is not None else (L, pick)
 
 
-def _frame_shape(source: FrameSource, settings: SeparateSettings) -> tuple[int, ...]:
-    """How a column of the data matrix is a frame."""
-    return (source.height, source.width) if settings.gray else (source.height, source.width, 3)
-
-
 def _first_frames_scene(
     chunk: list[tuple[int, np.ndarray]] | list[tuple[int, int]],
     span: tuple[int, int | None],
-    settings: SeparateSettings,
-    name: str,
+    job: Job,
     spool: FrameSpool | None = None,
 ) -> np.ndarray:
     """A given empty scene from frames ``span`` of the input (0-based, as ``--learn``), in
     a stream's first window."""
+    settings, name = job.settings, job.source.name
     start, end = span
     first = settings.start + settings.step * (len(chunk) - 1)
     if end is None or end - 1 > first:
@@ -328,9 +227,10 @@ def _first_frames_scene(
     return span_scene(picked, gray=settings.gray, what=name)
 
 
-def _warm_up(source: FrameSource, settings: SeparateSettings, plan: Plan) -> WarmUp | None:
+def _warm_up(job: Job) -> WarmUp | None:
     """Load the compiled kernels in a thread while the frames are read, when a solve will
     use them."""
+    source, settings, plan = job.source, job.settings, job.plan
     if settings.method not in ("bestpair", "ncf"):
         return None
     if plan.device == "cuda":
@@ -340,9 +240,7 @@ def _warm_up(source: FrameSource, settings: SeparateSettings, plan: Plan) -> War
 
 
 def _window_video(
-    source: FrameSource,
-    settings: SeparateSettings,
-    plan: Plan,
+    job: Job,
     chunk: list[tuple[int, np.ndarray]] | list[tuple[int, int]],
     new_from: int,
     state: _Carry,
@@ -350,6 +248,7 @@ def _window_video(
     spool: FrameSpool | None = None,
 ) -> Video:
     """The checked data matrix of one window, with its observation mask."""
+    source, settings, plan = job.source, job.settings, job.plan
     if not chunk:
         raise source.nothing_selected(settings.start, settings.step)
     if plan.window is None:
@@ -375,46 +274,8 @@ def _window_video(
     return video
 
 
-def _finish(
-    video: Video,
-    new_from: int,
-    solved: Solved,
-    settings: SeparateSettings,
-    plan: Plan,
-    index: int,
-    state: _Carry,
-    clock: Stopwatch,
-) -> Window:
-    """The :class:`Window` of a solved window: the thresholds of its masks and its report."""
-    t = time.perf_counter()
-    model = window_model(
-        video, solved.L, settings, new_from=new_from, observed=solved.observed, rows=solved.rows
-    )
-    clock.add("masks", time.perf_counter() - t)
-    n = video.n_frames
-    result = solved.result
-    report = WindowReport(
-        first_frame=state.done,
-        frames=n,
-        new_frames=n - new_from,
-        method=result.method,
-        iterations=result.iterations,
-        converged=result.converged,
-        residual=result.residual,
-        change=result.changes[-1] if result.changes else None,
-        threshold=None if model is None else model.threshold,
-        noise=None if model is None else model.noise,
-        sparsity=solved.sparsity,
-        observed=None if solved.observed is None else float(solved.observed.mean()),
-    )
-    state.done += n - new_from
-    return Window(video, new_from, solved.L, solved.S, settings=settings, model=model, plan=plan,
-                  index=index, report=report, clock=clock)  # fmt: skip
-
-
-def _log_read(
-    source: FrameSource, settings: SeparateSettings, plan: Plan, video: Video, clock: Stopwatch
-) -> None:
+def _log_read(job: Job, video: Video) -> None:
+    plan = job.plan
     n = video.n_frames
     windowed = plan.window is not None and n == plan.window  # else read-ahead found it all
     memory = "" if plan.memory is None else f"; memory {plan.memory / 2**20:.0f} MiB at most"
@@ -423,24 +284,22 @@ def _log_read(
         n,
         video.width,
         video.height,
-        source.name,
-        clock.seconds["read"],
-        f"; solving in windows of {plan.window} frames, overlap {settings.overlap}"
+        job.source.name,
+        job.clock.seconds["read"],
+        f"; solving in windows of {plan.window} frames, overlap {job.settings.overlap}"
         if windowed
         else "",
         memory,
     )
 
 
-def _log_window(
-    window: Window, result: SolverResult, plan: Plan, clock: Stopwatch, t_read: float
-) -> None:
-    report = window.report
+def _log_window(solution: Solution, solved: Solved, plan: Plan, job: Job, t_read: float) -> None:
+    report, result = solution.info.report, solved.result
     assert report is not None
-    if window.index > 0 or (plan.window is not None and report.frames == plan.window):
+    if solution.info.index > 0 or (plan.window is not None and report.frames == plan.window):
         logger.info(
             "window %d: frames %d-%d, %d iterations, converged=%s, residual %.3g (%.2fs)",
-            window.index + 1,
+            solution.info.index + 1,
             report.first_frame + 1,
             report.first_frame + report.new_frames,
             result.iterations,
@@ -455,5 +314,5 @@ def _log_window(
             result.iterations,
             result.converged,
             result.residual,
-            clock.seconds["solve"],
+            job.clock.seconds["solve"],
         )

@@ -13,7 +13,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from bpvideo.io.video import Video
+from bpvideo.io.stream import scaled_size
+from bpvideo.records import Video
 from bpvideo.robust import masked_median
 from bpvideo.solvers import SolverResult
 
@@ -27,7 +28,7 @@ __all__ = [
     "nearest_rows",
     "reference_detail",
     "resize_columns",
-    "scaled_size",
+    "solve_size",
     "solved_video_size",
     "upsample_factors",
 ]
@@ -134,10 +135,11 @@ def solved_video_size(frame_shape: tuple[int, ...]) -> tuple[int, int]:
     return frame_shape[1], frame_shape[0]
 
 
-def scaled_size(frame_shape: tuple[int, ...], scale: float) -> tuple[int, int]:
-    """``(w, h)`` of frames of ``frame_shape`` downscaled by ``scale`` (at least 2 x 2)."""
+def solve_size(frame_shape: tuple[int, ...], scale: float) -> tuple[int, int]:
+    """``(w, h)`` of frames of ``frame_shape`` downscaled by ``scale`` for the solve (at
+    least 2 x 2: :func:`~bpvideo.io.stream.scaled_size` with ``least=2``)."""
     h, w = frame_shape[:2]
-    return max(2, round(w * scale)), max(2, round(h * scale))
+    return scaled_size(w, h, scale, least=2)
 
 
 def median_detail(

@@ -15,7 +15,6 @@ import numpy as np
 
 from bpvideo.errors import ConvergenceWarning
 from bpvideo.io.sources import FrameSource
-from bpvideo.io.video import Video
 from bpvideo.pipeline.reference import (
     Reference,
     auto_sparsity,
@@ -28,7 +27,7 @@ from bpvideo.pipeline.scale import (
     nearest_rows,
     reference_detail,
     resize_columns,
-    scaled_size,
+    solve_size,
     solved_video_size,
     upsample_factors,
 )
@@ -41,8 +40,9 @@ from bpvideo.pipeline.windows import (
     warm_start,
     with_carried,
 )
+from bpvideo.records import Video
 from bpvideo.settings import INIT_METHODS, SeparateSettings
-from bpvideo.solvers import SolverResult, get_solver
+from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
 from bpvideo.solvers.backends import Backend, resolve_device
 
@@ -76,13 +76,12 @@ def solve(
     alpha of ``sparsity="auto"`` (:func:`~bpvideo.pipeline.reference.auto_sparsity`).
     """
     A = video.data if video.data.dtype.kind == "f" else video.data.astype(np.float32)
-    kwargs: dict[str, Any] = dict(settings.solver_kwargs(), mask=video.mask, callback=callback)
+    solver, args, options = settings.solver_call()
+    kwargs: dict[str, Any] = dict(options, mask=video.mask, callback=callback)
     if (L0 is not None or S0 is not None) and "init" in kwargs:  # baselines start their own way
         kwargs.update(L0=L0, S0=S0)
     if solve_device(settings) == "cuda":
         kwargs["backend"] = "cuda"
-    solver = get_solver(settings.method)
-    args = settings.solver_args()
     if args and sparsity is not None:
         args = (args[0], sparsity)
     with warnings.catch_warnings(record=True) as caught:
@@ -238,7 +237,7 @@ def _at_solve_scale(
     """The window's frames at the solve scale, their size (w, h) and frame shape."""
     if scale >= 1.0:
         return video, solved_video_size(full_shape), full_shape
-    size = scaled_size(full_shape, scale)
+    size = solve_size(full_shape, scale)
     small_shape = (size[1], size[0], *full_shape[2:])
     if isinstance(video, SpooledVideo):  # downscaled as it was read
         small = Video(data=video.small, frames=None, frame_shape=small_shape, fps=video.fps,
@@ -330,7 +329,7 @@ def solve_entries(
     """Entries of the matrix the solver will get for a window (estimated before reading)."""
     w, h = (source.width, source.height)
     if solve_scale < 1.0:
-        w, h = scaled_size((h, w), solve_scale)
+        w, h = solve_size((h, w), solve_scale)
     frames = window or source.frame_count or AUTO_WHOLE_MAX
     if window is not None:
         frames += CARRY_FRAMES

@@ -1,7 +1,8 @@
 """Robust-PCA solvers: plain functions of a pixels x frames matrix (no I/O).
 
 Every solver takes the data matrix ``A`` (m x n, one column per frame) first and returns
-a :class:`SolverResult`; :data:`SOLVERS` maps the names of ``--method`` to them:
+a :class:`SolverResult`; :data:`REGISTRY` maps the names of ``--method`` to them and
+names the options each takes (:mod:`bpvideo.solvers.registry`):
 
 - ``bestpair``: :func:`best_pair`, Algorithm 1 of Dutta, Hanzely, Liang and Richtárik
   (accelerated proximal gradient on the best pair), the default;
@@ -15,15 +16,15 @@ The per-iteration kernels of :func:`best_pair` run on a backend
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from bpvideo.solvers._common import Iterate, SolverResult, check_problem
 from bpvideo.solvers.baselines import godec, ialm
 from bpvideo.solvers.best_pair import best_pair, initial_point, ncf
 from bpvideo.solvers.projections import RankProjector, project_rank, project_sparse, sparse_counts
+from bpvideo.solvers.registry import REGISTRY, SOLVERS, get_solver, solver_call
 from bpvideo.solvers.rpca_gd import rpca_gd
 
 __all__ = [
+    "REGISTRY",
     "SOLVERS",
     "Iterate",
     "RankProjector",
@@ -38,26 +39,6 @@ __all__ = [
     "project_rank",
     "project_sparse",
     "rpca_gd",
+    "solver_call",
     "sparse_counts",
 ]
-
-#: ``--method`` name -> solver function.
-SOLVERS: dict[str, Callable[..., SolverResult]] = {
-    "bestpair": best_pair,
-    "ncf": ncf,
-    "ialm": ialm,
-    "godec": godec,
-    "rpca_gd": rpca_gd,
-}
-
-
-def get_solver(method: str) -> Callable[..., SolverResult]:
-    """The solver function of a ``--method`` name (see :data:`SOLVERS`)."""
-    from bpvideo.errors import InputError
-
-    try:
-        return SOLVERS[method]
-    except KeyError:
-        raise InputError(
-            f"{{method=}} must be one of: {', '.join(SOLVERS)}", option=("method", method)
-        ) from None

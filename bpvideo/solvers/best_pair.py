@@ -33,7 +33,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bpvideo.errors import InputError
-from bpvideo.settings import default
 from bpvideo.solvers._common import (
     Callback,
     History,
@@ -59,7 +58,7 @@ def initial_point(
     rank: int,
     sparsity: float,
     *,
-    init: str = default("init"),
+    init: str = "robust",
     mask: np.ndarray | None = None,
     backend: str | Backend | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -153,17 +152,17 @@ def best_pair(
     rank: int,
     sparsity: float,
     *,
-    gamma: float = default("gamma"),
-    a: float = default("a"),
-    b: float = default("b"),
+    gamma: float = 1.1,
+    a: float = 0.5,
+    b: float = 0.5,
     mask: np.ndarray | None = None,
-    max_iter: int = default("max_iter"),
-    tol: float = default("tol"),
-    init: str = default("init"),
+    max_iter: int = 100,
+    tol: float = 1e-3,
+    init: str = "robust",
     L0: np.ndarray | None = None,
     S0: np.ndarray | None = None,
     callback: Callback | None = None,
-    sweeps: int = default("sweeps"),
+    sweeps: int = 1,
     backend: str | Backend | None = None,
 ) -> SolverResult:
     """Best-pair robust PCA by accelerated proximal gradient (Algorithm 1 of [1]_).

@@ -461,14 +461,14 @@ def test_unwritable_report_is_refused_before_any_job(run_cli, clip: Path, tmp_pa
 def test_a_clip_shorter_than_the_smallest_window_is_planned_whole() -> None:
     """Three frames of the largest size: the memory of three frames decides, not that of
     the smallest window (22 frames at rank 10), which would refuse a clip that fits."""
-    from bpvideo.pipeline import windows
-    from bpvideo.pipeline.windows import plan_window, settings_frame_bytes
+    from bpvideo.pipeline import memory
+    from bpvideo.pipeline.plan import MEMORY_FRACTION, plan_window
     from bpvideo.settings import SeparateSettings
 
     settings = SeparateSettings(rank=10).validate()
-    per_frame = settings_frame_bytes(settings, 16384, 8192)
-    fixed = 16384 * 8192 * windows.SIZE_PIXEL_BYTES + windows.OVERHEAD_BYTES
-    room = int((5 * per_frame + fixed) / windows.MEMORY_FRACTION)  # five frames fit
+    per_frame = memory.settings_frame_bytes(settings, 16384, 8192)
+    fixed = 16384 * 8192 * memory.SIZE_PIXEL_BYTES + memory.OVERHEAD_BYTES
+    room = int((5 * per_frame + fixed) / MEMORY_FRACTION)  # five frames fit
     _, whole_max = plan_window(settings, 16384, 8192, 3, name="x", available=room)
     assert whole_max >= 3  # read whole
     with pytest.raises(InputError, match="even 22 frames of 16384x8192 need about"):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import bpvideo
-from bpvideo.io.summary import Stopwatch
+from bpvideo.records import Stopwatch
 
 #: The top-level keys of summary.json, in order (``learned`` and ``evaluation`` only when
 #: there are some; ``mask_numbers`` came with issue 14).

@@ -9,7 +9,7 @@ import bpvideo
 from bpvideo.errors import InputError
 from bpvideo.io.arrays import open_frames
 from bpvideo.io.video import video_from_frames
-from bpvideo.pipeline.learned import iter_learned_windows, learn, robust_coefficients
+from bpvideo.pipeline.learned import iter_learned_blocks, learn, robust_coefficients
 from bpvideo.settings import SeparateSettings
 from tests.conftest import f_measure, street_frames
 
@@ -78,9 +78,11 @@ def test_learned_windows_are_finished_like_solved_ones(street) -> None:
     frames, _ = street
     settings = SeparateSettings().validate()
     learned = learn(open_frames(frames[:60]), settings)
-    windows = list(iter_learned_windows(learned, open_frames(frames[60:]), settings))
-    assert sum(len(w) for w in windows) == 100
-    assert [w.numbers[0] for w in windows] == [0, 64]
-    for w in windows:
-        assert w.report is None and w.threshold == learned.threshold
-        assert w.masks.shape == (len(w), 72, 96) and w.background_frames.dtype == np.uint8
+    blocks = list(iter_learned_blocks(learned, open_frames(frames[60:]), settings))
+    assert sum(len(b) for b in blocks) == 100
+    firsts = [b for b in blocks if b.offset == 0]
+    assert [b.numbers[0] for b in firsts] == [0, 64]  # windows of APPLY_FRAMES frames
+    assert [b.window.index for b in firsts] == [0, 1]
+    for b in blocks:
+        assert b.window.report is None
+        assert b.masks.shape == (len(b), 72, 96) and b.background.dtype == np.uint8

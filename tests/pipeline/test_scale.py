@@ -19,7 +19,7 @@ from bpvideo.pipeline.scale import (
     effective_solve_scale,
     nearest_rows,
     resize_columns,
-    scaled_size,
+    solve_size,
     upsample_factors,
 )
 from bpvideo.settings import SeparateSettings
@@ -94,7 +94,7 @@ def test_auto_solve_scale_follows_the_frame_size(run_cli, tiny_clip, tmp_path) -
     assert effective_solve_scale("auto", 720, 480) == 0.25  # cdnet_fall: 180x120
     # larger frames: at most AUTO_SOLVE_MAX_PIXELS solved pixels, so windows need not shrink
     for w, h in ((1280, 720), (1920, 1080), (3840, 2160)):
-        small = scaled_size((h, w), effective_solve_scale("auto", w, h))
+        small = solve_size((h, w), effective_solve_scale("auto", w, h))
         assert abs(small[0] * small[1] - AUTO_SOLVE_MAX_PIXELS) < 0.02 * AUTO_SOLVE_MAX_PIXELS
     assert effective_solve_scale("auto", 200, 136) == 1.0  # CaVignal: F drops when scaled
     assert effective_solve_scale("auto", 160, 120) == 1.0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bpvideo
-from bpvideo.pipeline import run as run_module
+from bpvideo.pipeline import plan as plan_module
 from bpvideo.pipeline.scale import resize_columns
 from bpvideo.pipeline.spool import SEGMENT_FRAMES, FrameSpool, SpooledVideo
 from bpvideo.synthetic import make_scene
@@ -46,7 +46,7 @@ def test_spooled_run_gives_the_masks_of_a_run_in_memory(monkeypatch):
     frames = make_scene(96, 64, 60, seed=2).frames
     options = dict(solve_scale=0.5, window=30, overlap=5)
     spooled = bpvideo.separate(frames, **options)
-    monkeypatch.setattr(run_module, "spools", lambda settings, scale: False)
+    monkeypatch.setattr(plan_module, "spools", lambda settings, scale: False)
     memory = bpvideo.separate(frames, **options)
     np.testing.assert_array_equal(spooled.masks, memory.masks)
     np.testing.assert_array_equal(spooled.background, memory.background)

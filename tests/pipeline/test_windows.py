@@ -10,11 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from bpvideo.errors import InputError
 from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
-from bpvideo.pipeline.windows import AUTO_WHOLE_MAX, AUTO_WINDOW, chunk_windows, plan_window
-from bpvideo.settings import SeparateSettings
+from bpvideo.pipeline.windows import chunk_windows
 from bpvideo.synthetic import make_scene
 from tests.conftest import read_masks
 
@@ -88,37 +86,6 @@ def test_windowed_run_is_continuous_ordered_and_complete(run_cli, scene_clip, tm
     assert f1(masks > 0) > 0.8 and f1(masks > 0) > f1(whole) - 0.05
 
 
-def test_memory_estimate_refuses_what_cannot_fit(run_cli, tiny_clip, tmp_path, monkeypatch):
-    settings = SeparateSettings(window=0).validate()
-    with pytest.raises(InputError, match=r"window=\d+.*scale"):  # library words
-        plan_window(settings, 640, 480, 3000, name="cam.mp4", available=2 * 2**30)
-    assert plan_window(settings, 64, 48, 100, name="x", available=2**30) == (None, 0)
-    auto = SeparateSettings().validate()
-    # Windows follow the input and the options, never the memory free at the moment:
-    # the same plan with 8 or 64 GiB, and a refusal that names the fix when short.
-    plans = {plan_window(auto, 640, 480, 100_000, name="x", available=g * 2**30) for g in (8, 64)}
-    assert plans == {(AUTO_WINDOW, AUTO_WHOLE_MAX)}
-    with pytest.raises(InputError, match=r"60% of 2.00 GiB available\): pass window=\d+"):
-        plan_window(auto, 640, 480, 100_000, name="x", available=2 * 2**30)
-    with pytest.raises(InputError, match="lower scale"):
-        plan_window(auto, 4000, 3000, None, name="x", available=2**30)
-    # The CLI says so in one line, before writing anything.
-    monkeypatch.setattr("bpvideo.pipeline.windows.available_memory", lambda: 100_000)
-    res = run_cli("separate", tiny_clip, "-o", tmp_path / "o", "--window", "0")
-    assert res.code == 2 and res.err.count("\n") == 1
-    assert "--window" in res.err and "--scale" in res.err and "available" in res.err
-    assert not (tmp_path / "o").exists()
-
-
-# --- pipes -----------------------------------------------------------------------------
-
-
-# --- colour ----------------------------------------------------------------------------
-
-
-# --- many inputs -----------------------------------------------------------------------
-
-
 # --- real data -------------------------------------------------------------------------
 
 
@@ -146,17 +113,3 @@ def test_highway_windowed_matches_whole(shared_data: Path, tmp_path: Path, run_c
         scores[window] = evaluate(full, gt).summary["f_measure"]
     assert scores["0"] > 0.7
     assert abs(scores["200"] - scores["0"]) < 0.02, scores
-
-
-def test_memory_readings_agree_with_psutil(monkeypatch) -> None:
-    import psutil
-
-    from bpvideo.pipeline import windows
-
-    # read from /proc on Linux, from psutil elsewhere: the same numbers either way
-    for direct in (True, False):
-        if not direct:
-            monkeypatch.setattr(windows, "_proc_number", lambda path, key: None)
-        rss, avail = windows.resident_memory(), windows.available_memory()
-        assert abs(rss - psutil.Process().memory_info().rss) < 32 << 20
-        assert abs(avail - psutil.virtual_memory().available) < 0.1 * avail

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from bpvideo.solvers._common import array_module
-from bpvideo.solvers.backends import exercise
+from bpvideo.solvers.backends.base import exercise
 from bpvideo.solvers.backends.numpy import _np_fused_rows
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bpvideo.solvers.backends import exercise, keep_all
+from bpvideo.solvers.backends.base import exercise, keep_all
 
 __all__ = ["PARALLEL_MIN_SIZE", "NumbaBackend"]
 

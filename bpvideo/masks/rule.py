@@ -4,8 +4,8 @@ Two rules:
 
 - ``"residual"`` (default): a pixel is foreground where ``|A - L|`` exceeds a threshold,
   either fixed (grey levels, 0..255) or automatic, per pixel, from the noise of the
-  camera and of each pixel (:mod:`bpvideo.thresholds`); pixels that look like a cast
-  shadow on the background are left out (:mod:`bpvideo.shadows`). The background model
+  camera and of each pixel (:mod:`bpvideo.masks.thresholds`); pixels that look like a cast
+  shadow on the background are left out (:mod:`bpvideo.masks.shadows`). The background model
   ``L`` is what RPCA estimates well; the support of ``S`` is forced to a fixed size by the
   sparsity constraint (``alpha n`` entries per pixel row), so it marks a fixed fraction of
   every pixel's frames as foreground whether anything moved there or not.
@@ -23,22 +23,16 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
-from bpvideo.settings import default
-from bpvideo.shadows import shadow_pixels
-from bpvideo.thresholds import (
-    MaskModel,
-    SampleBlock,
-    agreement,
-    model_from_blocks,
-    temporal_noise,
-)
+from bpvideo.masks.options import MaskOptions
+from bpvideo.masks.sample import sample_model
+from bpvideo.masks.shadows import shadow_pixels
+from bpvideo.masks.thresholds import MaskModel
 
-__all__ = ["MaskModel", "MaskResult", "clean_mask", "foreground_masks", "sample_model"]
+__all__ = ["MaskResult", "clean_mask", "foreground_masks"]
 
 #: float32 entries of |A - L| computed at a time (a temporary that stays in cache).
 _BLOCK = 1 << 21
-#: Frames of the data sampled (evenly) for an automatic threshold made from them.
-SAMPLE_FRAMES = 32
+_DEFAULT = MaskOptions()
 
 
 @dataclass
@@ -60,64 +54,6 @@ class MaskResult:
     def threshold(self) -> float | None:
         """The global threshold in grey levels (None for the support rule)."""
         return None if self.model is None else self.model.threshold
-
-
-def sample_model(
-    A: np.ndarray,
-    L: np.ndarray,
-    frame_shape: tuple[int, ...],
-    *,
-    observed: np.ndarray | None = None,
-    frames: np.ndarray | None = None,
-    threshold: float | str = default("threshold"),
-    threshold_k: float = default("threshold_k"),
-    noise: str = default("noise"),
-) -> MaskModel:
-    """The :class:`~bpvideo.thresholds.MaskModel` of data held whole, from
-    :data:`SAMPLE_FRAMES` evenly spaced frames (and the frames right after them).
-
-    Parameters
-    ----------
-    A, L : (m, n) or (n, *frame_shape) ndarray
-        Data and background.
-    frame_shape : (H, W) or (H, W, C)
-    observed : bool ndarray of A's shape, optional
-        Entries that agree with the background; when None, those within
-        :data:`~bpvideo.thresholds.AGREE_K` noise levels of it
-        (:func:`~bpvideo.thresholds.agreement`).
-    frames : (n, H, W, 3) uint8 ndarray, optional
-        The frames in colour, for the shadow test (None: shadows are kept).
-    threshold, threshold_k, noise
-        As the options of ``separate``.
-    """
-    frames_first = A.ndim == len(frame_shape) + 1
-    n = A.shape[0] if frames_first else A.shape[1]
-    cols = np.unique(np.linspace(0, max(n - 2, 0), min(n, SAMPLE_FRAMES)).round().astype(int))
-    nxt = np.minimum(cols + 1, n - 1)
-
-    def rows(M: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        if frames_first:
-            return np.ascontiguousarray(M[idx].reshape(len(idx), -1).T)
-        return np.ascontiguousarray(M[:, idx])
-
-    data, background = rows(A, cols), rows(L, cols).astype(np.float32, copy=False)
-    following = rows(A, nxt)
-    if observed is None:  # agreement from the residual itself
-        agree = agreement(data - background)
-        after = agreement(following - rows(L, nxt))
-    else:
-        agree, after = rows(observed, cols), rows(observed, nxt)
-    colour = None
-    if frames is not None:
-        colour = np.ascontiguousarray(frames[cols].reshape(len(cols), -1, 3).transpose(1, 0, 2))
-    sensor = None
-    if threshold == "auto":
-        sensor = temporal_noise(np.stack([data, following]), np.stack([agree, after]))
-    block = SampleBlock(data, background, agree, colour)
-    return model_from_blocks(
-        [block], frame_shape, sensor=sensor, threshold=threshold, threshold_k=threshold_k,
-        noise=noise,
-    )  # fmt: skip
 
 
 def _disk(radius: int) -> np.ndarray:
@@ -196,16 +132,16 @@ def foreground_masks(
     S: np.ndarray | None,
     frame_shape: tuple[int, ...],
     *,
-    rule: str = default("mask_rule"),
-    threshold: float | str | MaskModel = default("threshold"),
-    threshold_k: float = default("threshold_k"),
-    noise: str = default("noise"),
-    shadows: str = default("shadows"),
+    rule: str = _DEFAULT.mask_rule,
+    threshold: float | str | MaskModel = _DEFAULT.threshold,
+    threshold_k: float = _DEFAULT.threshold_k,
+    noise: str = _DEFAULT.noise,
+    shadows: str = _DEFAULT.shadows,
     observed: np.ndarray | None = None,
     frames: np.ndarray | None = None,
-    open_radius: int = default("open_radius"),
-    close_radius: int = default("close_radius"),
-    min_area: int = default("min_area"),
+    open_radius: int = _DEFAULT.open_radius,
+    close_radius: int = _DEFAULT.close_radius,
+    min_area: int = _DEFAULT.min_area,
 ) -> MaskResult:
     """One binary foreground mask per frame.
 
@@ -222,10 +158,10 @@ def foreground_masks(
         See the module docstring.
     threshold : float, "auto" or MaskModel, default "auto"
         Threshold on ``|A - L|`` in grey levels; "auto" makes a
-        :class:`~bpvideo.thresholds.MaskModel` from the data (:func:`sample_model`); a
+        :class:`~bpvideo.masks.thresholds.MaskModel` from the data (:func:`sample_model`); a
         model made beforehand (a window's) is used as it is.
     threshold_k, noise : default 6, "local"
-        See :mod:`bpvideo.thresholds` (``threshold="auto"`` only).
+        See :mod:`bpvideo.masks.thresholds` (``threshold="auto"`` only).
     shadows : {"remove", "keep"}, default "remove"
         Leave out pixels that look like cast shadows (needs ``frames``).
     observed : bool ndarray of A's shape, optional
@@ -244,6 +180,36 @@ def foreground_masks(
     if L.shape != A.shape:
         raise InputError(f"background shape {L.shape} differs from data shape {A.shape}")
     n = A.shape[0] if frames_first else A.shape[1]
+    raw, model = _entries(A, L, S, frame_shape, rule, threshold, (threshold_k, noise, shadows),
+                          observed, frames)  # fmt: skip
+    if observed is not None:
+        raw &= observed
+    out = _pixel_masks(raw, frames_first, n, frame_shape)
+    del raw
+    if model is not None and model.shade is not None and frames is not None and out.any():
+        grey, bg = _grey_frames(A, L, frames_first, frame_shape)
+        out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
+    for j in range(n):
+        clean_mask(out[j], open_radius=open_radius, close_radius=close_radius,
+                   min_area=min_area, out=out[j])  # fmt: skip
+    return MaskResult(masks=out, model=model)
+
+
+def _entries(
+    A: np.ndarray,
+    L: np.ndarray,
+    S: np.ndarray | None,
+    frame_shape: tuple[int, ...],
+    rule: str,
+    threshold: float | str | MaskModel,
+    auto: tuple[float, str, str],
+    observed: np.ndarray | None,
+    frames: np.ndarray | None,
+) -> tuple[np.ndarray, MaskModel | None]:
+    """The foreground entries (A's shape) under ``rule``, and the thresholds they used
+    (``auto``: ``threshold_k``, ``noise``, ``shadows`` of an automatic threshold)."""
+    threshold_k, noise, shadows = auto
+    frames_first = A.ndim == len(frame_shape) + 1
     model: MaskModel | None = None
     raw = np.empty(A.shape, dtype=bool)
     if rule == "support":
@@ -254,46 +220,35 @@ def foreground_masks(
             )
         np.not_equal(S, 0, out=raw)
     elif rule == "residual":
-        if isinstance(threshold, MaskModel):
-            model = threshold
-        else:
-            model = sample_model(
-                A, L, frame_shape, observed=observed,
-                frames=frames if shadows == "remove" else None, threshold=threshold,
-                threshold_k=threshold_k, noise=noise,
-            )  # fmt: skip
+        model = threshold if isinstance(threshold, MaskModel) else sample_model(
+            A, L, frame_shape, observed=observed, frames=frames if shadows == "remove" else None,
+            threshold=threshold, threshold_k=threshold_k, noise=noise,
+        )  # fmt: skip
         _exceeds(A, L, model, frames_first, frame_shape, raw)
     else:
         raise InputError(
             "{mask_rule=} must be one of: residual, support", option=("mask_rule", rule)
         )
-    if observed is not None:
-        raw &= observed
+    return raw, model
+
+
+def _pixel_masks(
+    raw: np.ndarray, frames_first: bool, n: int, frame_shape: tuple[int, ...]
+) -> np.ndarray:
+    """(n, H, W) bool masks of entries ``raw`` (A's shape): frame by frame, a pixel set
+    where any of its channels is."""
     if frames_first:
         out = raw
     elif raw.ndim == 2 and max(raw.shape) < 2**31:  # one transposed copy, by OpenCV
         out = cv2.transpose(raw.view(np.uint8)).view(bool).reshape((n, *frame_shape))
     else:  # pragma: no cover - more than 2**31 rows
         out = np.ascontiguousarray(raw.T).reshape((n, *frame_shape))
-    del raw
     if out.ndim == 4:  # any channel, one channel at a time: ten times .any(axis=3)'s speed
         channels = out
         out = channels[..., 0].copy()
         for c in range(1, channels.shape[3]):
             out |= channels[..., c]
-        del channels
-    if model is not None and model.shade is not None and frames is not None and out.any():
-        grey, bg = _grey_frames(A, L, frames_first, frame_shape)
-        out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
-    for j in range(n):
-        clean_mask(
-            out[j],
-            open_radius=open_radius,
-            close_radius=close_radius,
-            min_area=min_area,
-            out=out[j],
-        )
-    return MaskResult(masks=out, model=model)
+    return out
 
 
 def _exceeds(

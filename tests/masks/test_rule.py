@@ -40,7 +40,7 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     [((60, 80), (10, 30, 20, 50)), ((300, 400), (10, 30, 20, 50)), ((300, 400), (40, 290, 7, 333))],
 )
 def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box):
-    from bpvideo.shadows import chromaticity, shadow_pixels
+    from bpvideo.masks.shadows import chromaticity, shadow_pixels
 
     rng = np.random.default_rng(5)
     frame = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
@@ -88,7 +88,7 @@ def test_texture_test_agrees_with_exact_statistics(level) -> None:
     # both ways of the texture test (a pixel's own patch, a filtered tile) against the
     # correlation and variances of each 5x5 patch computed in float64 about its mean,
     # on nearly flat, bright surfaces where float32 sums of raw grey levels cancel
-    from bpvideo import shadows
+    from bpvideo.masks import shadows
 
     rng = np.random.default_rng(11)
     h, w = 96, 128
@@ -117,7 +117,7 @@ def test_texture_test_agrees_with_exact_statistics(level) -> None:
 def test_shadow_test_of_a_block_equals_frame_by_frame() -> None:
     # frames tested together (uint8 grey, as the pipeline hands them) get the answers
     # each gets alone (float32), tiles and edges included
-    from bpvideo.shadows import chromaticity, shadow_pixels
+    from bpvideo.masks.shadows import chromaticity, shadow_pixels
 
     rng = np.random.default_rng(9)
     k, h, w = 4, 140, 150

@@ -1,4 +1,4 @@
-"""Finished windows: masks, backgrounds and foreground formed a block at a time, and the
+"""Finishing solved windows: masks, backgrounds and foreground formed a block at a time, and the
 fast paths of their outputs."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bpvideo.pipeline.finished import columns_to_frames, masked_frames
+from bpvideo.pipeline.finish import columns_to_frames
+from bpvideo.records import masked_frames
 
 
 @pytest.mark.parametrize("colour", [False, True])

@@ -1,9 +1,10 @@
-"""Where the finished windows of ``separate_file`` go: the files of the output directory.
+"""The output folder as a sink: the files of ``separate_file``'s result.
 
-:class:`OutputSinks` takes each finished window (:class:`~bpvideo.pipeline.run.Window`)
-block by block: the background and foreground videos go to ffmpeg encoders fed by their
-own threads, masks into the staging folder (and ``--masks-to``), background frames to the
-``background.png`` median (:class:`Still`) and the ``--preview`` contact sheet.
+:class:`FolderSink` takes the finished blocks (:class:`~bpvideo.records.Block`) one after
+another: the background and foreground videos go to ffmpeg encoders fed by their own
+threads, masks into the staging folder (and ``--masks-to``), background frames to the
+``background.png`` median (:class:`~bpvideo.records.Still`) and the ``--preview``
+contact sheet.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,18 +20,13 @@ from bpvideo.errors import InputError, literal
 from bpvideo.io.outputs import SUMMARY, OutputDir, atomic_write_bytes
 from bpvideo.io.writers import MaskWriter, RawMaskSink, VideoStream, encode_png
 from bpvideo.preview import contact_sheet, preview_frames
+from bpvideo.records import Block, Still, Stopwatch
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.io.sources import FrameSource
-    from bpvideo.io.summary import Stopwatch
-    from bpvideo.pipeline.run import Window
     from bpvideo.settings import SeparateSettings
 
-__all__ = ["STILL_FRAMES", "OutputSinks", "PreviewFrames", "Still", "output_names"]
-
-#: Frames of the background kept for the background.png median (decimated beyond: a
-#: median over 512 frames of 320x240 took 0.16 s, over 64 of them 0.02 s).
-STILL_FRAMES = 64
+__all__ = ["FolderSink", "PreviewFrames", "output_names"]
 
 
 def output_names(settings: SeparateSettings) -> dict[str, str]:
@@ -49,31 +44,6 @@ def output_names(settings: SeparateSettings) -> dict[str, str]:
     if settings.groundtruth is not None:
         names["evaluation"] = "evaluation.csv"
     return names
-
-
-class Still:
-    """Background frames kept for a median still (uniformly decimated to ``limit``)."""
-
-    def __init__(self, limit: int = STILL_FRAMES) -> None:
-        self.limit = limit
-        self.stride = 1
-        self.count = 0
-        self.kept: list[np.ndarray] = []
-
-    def add(self, frames: np.ndarray) -> None:
-        """Offer the next frames (k, H, W[, 3]) uint8."""
-        for frame in frames:
-            if self.count % self.stride == 0:
-                self.kept.append(frame.copy())
-                if len(self.kept) > self.limit:
-                    self.kept = self.kept[::2]
-                    self.stride *= 2
-            self.count += 1
-
-    def median(self) -> np.ndarray:
-        """(H, W[, 3]) uint8: the per-pixel median of the frames kept."""
-        median = np.median(np.stack(self.kept), axis=0)
-        return np.clip(np.rint(median), 0, 255).astype(np.uint8)
 
 
 class PreviewFrames:
@@ -133,8 +103,8 @@ def _raw_masks(outdir: OutputDir, target: str) -> RawMaskSink:
     return RawMaskSink(str(staged))
 
 
-class OutputSinks:
-    """The files of one result, written as the windows come (see the module docstring).
+class FolderSink:
+    """The files of one result, written as the blocks come (see the module docstring).
 
     Parameters
     ----------
@@ -180,31 +150,26 @@ class OutputSinks:
                                  strict=False):  # fmt: skip
             stream.open(shape)
 
-    def write(self, window: Window, done: Callable[[int], None] | None = None) -> None:
-        """Write the frames of a finished window, block by block; ``done(k)`` after each
-        block of ``k`` frames."""
-        offset = 0
-        for block in window.blocks(keep=False):  # passed on, not kept
-            t = time.perf_counter()
-            background, masks = block.background, block.masks
-            foreground = block.foreground if self.streams or self.shown is not None else None
-            for stream, frames in zip(self.streams, (background, foreground), strict=False):
-                stream.write(frames)
-            if self.shown is not None:
-                self.shown.add(self.written, block.frames, background, foreground, masks,
-                               len(window) - offset)  # fmt: skip
-            self.mask_files.write(masks, [self.source.mask_number(n) for n in block.numbers])
-            if self.raw is not None:
-                self.raw.write(masks)
-            self.still.add(background)
-            self.written += len(masks)
-            offset += len(masks)
-            self.clock.add("write", time.perf_counter() - t)
-            if done is not None:
-                done(len(masks))
+    def write(self, block: Block) -> None:
+        """Write the frames of a block: videos, masks, raw masks, still, preview."""
+        t = time.perf_counter()
+        background, masks = block.background, block.masks
+        foreground = block.foreground if self.streams or self.shown is not None else None
+        for stream, frames in zip(self.streams, (background, foreground), strict=False):
+            stream.write(frames)
+        if self.shown is not None:
+            span = len(block) if block.window is None else block.window.frames - block.offset
+            self.shown.add(self.written, block.frames, background, foreground, masks, span)
+        self.mask_files.write(masks, [self.source.mask_number(n) for n in block.numbers])
+        if self.raw is not None:
+            self.raw.write(masks)
+        self.still.add(background)
+        self.written += len(masks)
+        self.clock.add("write", time.perf_counter() - t)
 
     def close(self) -> None:
         """Finish the videos, the raw masks, ``background.png`` and the preview."""
+        t = time.perf_counter()
         for stream in self.streams:  # the encoders finish their files meanwhile
             stream.end()
         self.mask_files.close()
@@ -216,6 +181,7 @@ class OutputSinks:
             atomic_write_bytes(stage("preview.png"), encode_png(self.shown.sheet()))
         for stream in self.streams:
             stream.close()
+        self.clock.add("write", time.perf_counter() - t)
 
     def abort(self) -> None:
         """Stop the encoders and the mask writer (after a failure or an interruption)."""

@@ -7,7 +7,7 @@ above the threshold is taken for a shadow, and left out of the mask, when
 
 1. its brightness is between :data:`DARKEST` and :data:`LIGHTEST` times the background's;
 2. its chromaticity (B, G, R divided by their sum) is within :data:`CHROMA` (L1) of the
-   background's (:attr:`bpvideo.thresholds.MaskModel.shade`, of each window);
+   background's (:attr:`bpvideo.masks.thresholds.MaskModel.shade`, of each window);
 3. its neighbourhood (:data:`PATCH` x :data:`PATCH`) correlates with the background's
    by at least :data:`TEXTURE` (normalised cross-correlation), or both are flat. This
    keeps dark grey cars and black clothes, whose colour passes the first two tests.

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo.masks.options import MaskOptions
+from bpvideo.masks.shadows import chromaticity
 from bpvideo.robust import masked_median
-from bpvideo.settings import default
-from bpvideo.shadows import chromaticity
 
 __all__ = [
     "AGREE_K",
@@ -57,6 +57,7 @@ AGREE_K = 4.0
 #: over 0.3186 is the noise level while at most three quarters of the entries are
 #: foreground.
 _QUARTILE_Z = 0.3186
+_DEFAULT = MaskOptions()
 
 
 def residual_noise(residual: np.ndarray) -> float:
@@ -99,7 +100,7 @@ class MaskModel:
     local : (H, W) float32 ndarray or None
         Per-pixel thresholds, at least ``threshold`` (``noise="local"``), else None.
     shade : (H, W, 3) float32 ndarray or None
-        The :func:`~bpvideo.shadows.chromaticity` of the background's colour, NaN where it
+        The :func:`~bpvideo.masks.shadows.chromaticity` of the background's colour, NaN where it
         is unknown, for the shadow test; None keeps shadows.
     """
 
@@ -223,9 +224,9 @@ def model_from_blocks(
     frame_shape: tuple[int, ...],
     *,
     sensor: float | None,
-    threshold: float | str = default("threshold"),
-    threshold_k: float = default("threshold_k"),
-    noise: str = default("noise"),
+    threshold: float | str = _DEFAULT.threshold,
+    threshold_k: float = _DEFAULT.threshold_k,
+    noise: str = _DEFAULT.noise,
 ) -> MaskModel:
     """The :class:`MaskModel` of a window from sampled frames, a block of pixels at a time.
 

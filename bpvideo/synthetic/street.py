@@ -1,8 +1,5 @@
-"""Synthetic data with known answers: the paper's RPCA instances and a video scene.
-
-Everything here is generated from a seed, so tests, the README demo and the bundled
-``sample_data/`` are licence-clean and reproducible.
-"""
+"""A synthetic street scene with exact foreground masks (:func:`make_scene`): the bundled
+sample, the tests' clips and the speed benchmarks' scene."""
 
 from __future__ import annotations
 
@@ -10,83 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bpvideo.solvers.projections import project_sparse
+from bpvideo.limits import DEFAULT_FPS
 
-__all__ = ["RPCAProblem", "Scene", "make_rpca_problem", "make_scene"]
-
-
-@dataclass
-class RPCAProblem:
-    """A synthetic robust-PCA instance ``A = L + S`` with known parts.
-
-    Attributes
-    ----------
-    A, L, S : (m, n) ndarray
-        Data, low-rank part and sparse part (float64).
-    mask : (m, n) bool ndarray or None
-        Observation mask (True = observed), or None when fully observed.
-    """
-
-    A: np.ndarray
-    L: np.ndarray
-    S: np.ndarray
-    mask: np.ndarray | None = None
-
-    def error(self, L: np.ndarray) -> float:
-        """Relative error ``||L - self.L||_F / ||self.L||_F`` of a recovered background."""
-        return float(np.linalg.norm(L - self.L) / np.linalg.norm(self.L))
+__all__ = ["GREY_WEIGHTS", "Scene", "make_scene"]
 
 
-def make_rpca_problem(
-    m: int = 200,
-    n: int = 200,
-    *,
-    rank: int = 5,
-    sparsity: float = 0.05,
-    magnitude: float = 500.0,
-    observed: float | None = None,
-    seed: int | None = 0,
-) -> RPCAProblem:
-    """The paper's synthetic instance (Section 4, after Wright et al.).
-
-    ``L = U V^T`` with ``U`` (m x r) and ``V`` (n x r) i.i.d. N(0, 1); ``S`` supported on a
-    ``T_alpha`` pattern (the sparse projection of an i.i.d. N(0, 1) matrix) with values
-    uniform in ``[-magnitude, magnitude]``; ``A = L + S``.
-
-    Parameters
-    ----------
-    m, n : int
-        Shape.
-    rank : int
-        Rank of ``L``.
-    sparsity : float
-        The alpha of the support pattern.
-    magnitude : float, default 500
-        Half-width of the uniform distribution of the sparse values.
-    observed : float, optional
-        Fraction of entries observed, in (0, 1]; a uniform random mask is drawn.
-    seed : int or None
-        Random seed.
-
-    Returns
-    -------
-    RPCAProblem
-    """
-    rng = np.random.default_rng(seed)
-    L = rng.standard_normal((m, rank)) @ rng.standard_normal((rank, n))
-    support = project_sparse(rng.standard_normal((m, n)), sparsity) != 0
-    S = np.where(support, rng.uniform(-magnitude, magnitude, (m, n)), 0.0)
-    mask = None
-    if observed is not None and observed < 1.0:
-        mask = rng.random((m, n)) < observed
-    return RPCAProblem(A=L + S, L=L, S=S, mask=mask)
-
-
-# --------------------------------------------------------------------------------------
-# A synthetic fixed-camera street scene with ground truth
-# --------------------------------------------------------------------------------------
-
-#: BGR weights of the grey level (ITU-R BT.601, as ``cv2.COLOR_BGR2GRAY``).
 GREY_WEIGHTS = np.array([0.114, 0.587, 0.299])
 
 # Object colours (BGR): light ones (grey >= 205) for dark backgrounds, dark ones
@@ -127,7 +52,7 @@ class Scene:
     frames: np.ndarray
     masks: np.ndarray
     background: np.ndarray
-    fps: float = 25.0
+    fps: float = DEFAULT_FPS
     labels: np.ndarray | None = None
     objects: tuple[str, ...] = ()
     stop_frames: tuple[int, int] = (0, 0)
@@ -365,6 +290,72 @@ def _paste(
     labels[cy0:cy1, cx0:cx1][sub] = k
 
 
+def _check_scene(width: int, height: int, frames: int, noise: float, drift: float) -> None:
+    """Refuse what :func:`make_scene` cannot draw (a ValueError naming the argument)."""
+    if int(width) < 16 or int(height) < 16:
+        raise ValueError(f"make_scene: size must be at least 16 x 16, got {width} x {height}")
+    if int(frames) < 1:
+        raise ValueError(f"make_scene: frames must be at least 1, got {frames}")
+    if not noise >= 0.0:
+        raise ValueError(f"make_scene: noise must be >= 0, got {noise}")
+    if not 0.0 <= drift < 0.5:
+        raise ValueError(f"make_scene: drift must be in [0, 0.5), got {drift}")
+
+
+def _render(
+    background: np.ndarray,
+    sprites: list[_Sprite],
+    u: np.ndarray,
+    gain: np.ndarray,
+    noise: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The frames (T, H, W, 3) uint8 and their labels (T, H, W) uint8 (0 = background,
+    k = the k-th sprite): the sprites pasted at their positions at clip fractions ``u``,
+    times the gain, plus sensor noise."""
+    frames = len(u)
+    height, width = background.shape[:2]
+    out = np.empty((frames, height, width, 3), dtype=np.uint8)
+    labels = np.zeros((frames, height, width), dtype=np.uint8)
+    for t in range(frames):
+        canvas = background.copy()
+        for k, sprite in enumerate(sprites, start=1):
+            centre = _position(sprite, float(u[t]))
+            if centre is not None:
+                _paste(canvas, labels[t], sprite, centre, k)
+        canvas *= gain[t]
+        if noise > 0:
+            canvas += noise * rng.standard_normal(canvas.shape)
+        np.clip(np.rint(canvas), 0.0, 255.0, out=canvas)
+        out[t] = canvas
+    return out, labels
+
+
+def _stop_frames(sprites: list[_Sprite], frames: int) -> tuple[int, int]:
+    """``(first, end)`` frames during which the stopping car stands still."""
+    if frames <= 1:
+        return (0, 0)
+    stopper = next(s for s in sprites if s.eased)
+    first = int(np.ceil(stopper.times[1] * (frames - 1) - 1e-9))
+    last = int(np.floor(stopper.times[2] * (frames - 1) + 1e-9)) + 1
+    return first, max(first, last)
+
+
+def _street(
+    seed: int | None, width: int, height: int
+) -> tuple[np.ndarray, list[_Sprite], float, np.random.Generator]:
+    """The street's background (float, rounded), its sprites, the light's phase and the
+    noise's generator: independent streams, so that the background and the objects do not
+    depend on the clip's length."""
+    bg_seed, obj_seed, noise_seed = np.random.SeedSequence(seed).spawn(3)
+    rng_bg = np.random.default_rng(bg_seed)
+    rng_obj = np.random.default_rng(obj_seed)
+    background = np.rint(_background(rng_bg, width, height))
+    sprites = _make_sprites(rng_obj, width, height, background)
+    phase = rng_obj.uniform(0.0, 2.0 * np.pi)
+    return background, sprites, phase, np.random.default_rng(noise_seed)
+
+
 def make_scene(
     width: int = 160,
     height: int = 120,
@@ -421,53 +412,23 @@ def make_scene(
     >>> scene.frames.shape, scene.masks.shape, scene.background.shape
     ((20, 48, 64, 3), (20, 48, 64), (48, 64, 3))
     """
-    if int(width) < 16 or int(height) < 16:
-        raise ValueError(f"make_scene: size must be at least 16 x 16, got {width} x {height}")
-    if int(frames) < 1:
-        raise ValueError(f"make_scene: frames must be at least 1, got {frames}")
-    if not noise >= 0.0:
-        raise ValueError(f"make_scene: noise must be >= 0, got {noise}")
-    if not 0.0 <= drift < 0.5:
-        raise ValueError(f"make_scene: drift must be in [0, 0.5), got {drift}")
+    _check_scene(width, height, frames, noise, drift)
     width, height, frames = int(width), int(height), int(frames)
 
-    # Independent streams: the background and objects do not depend on the clip length.
-    bg_seed, obj_seed, noise_seed = np.random.SeedSequence(seed).spawn(3)
-    rng_bg = np.random.default_rng(bg_seed)
-    rng_obj = np.random.default_rng(obj_seed)
-    rng_noise = np.random.default_rng(noise_seed)
-
-    background = np.rint(_background(rng_bg, width, height))
-    sprites = _make_sprites(rng_obj, width, height, background)
-    phase = rng_obj.uniform(0.0, 2.0 * np.pi)
+    background, sprites, phase, rng_noise = _street(seed, width, height)
 
     u = np.arange(frames) / max(frames - 1, 1)
     gain = 1.0 + drift * np.sin(2.0 * np.pi * u + phase)
 
-    out = np.empty((frames, height, width, 3), dtype=np.uint8)
-    labels = np.zeros((frames, height, width), dtype=np.uint8)
-    for t in range(frames):
-        canvas = background.copy()
-        for k, sprite in enumerate(sprites, start=1):
-            centre = _position(sprite, float(u[t]))
-            if centre is not None:
-                _paste(canvas, labels[t], sprite, centre, k)
-        canvas *= gain[t]
-        if noise > 0:
-            canvas += noise * rng_noise.standard_normal(canvas.shape)
-        np.clip(np.rint(canvas), 0.0, 255.0, out=canvas)
-        out[t] = canvas
+    out, labels = _render(background, sprites, u, gain, noise, rng_noise)
 
-    stopper = next(s for s in sprites if s.eased)
-    first = int(np.ceil(stopper.times[1] * (frames - 1) - 1e-9))
-    last = int(np.floor(stopper.times[2] * (frames - 1) + 1e-9)) + 1
     return Scene(
         frames=out,
         masks=labels > 0,
         background=background.astype(np.uint8),
-        fps=25.0,
+        fps=DEFAULT_FPS,
         labels=labels,
         objects=tuple(s.name for s in sprites),
-        stop_frames=(first, max(first, last)) if frames > 1 else (0, 0),
+        stop_frames=_stop_frames(sprites, frames),
         gain=gain,
     )

@@ -1,4 +1,4 @@
-"""Noise levels and automatic thresholds (bpvideo.thresholds)."""
+"""Noise levels and automatic thresholds (bpvideo.masks.thresholds)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bpvideo.masks import foreground_masks, sample_model
-from bpvideo.thresholds import (
+from bpvideo.masks.thresholds import (
     MIN_AUTO_THRESHOLD,
     auto_limit,
     grouped_median,

@@ -1,0 +1,123 @@
+"""Checking the options of a YAML mapping (a batch config's jobs and defaults, a defaults
+file), with every problem collected as ``file:line: key: message``."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+from bpvideo.batch.lines import LineDict, load_yaml
+from bpvideo.errors import InputError, shown
+from bpvideo.settings import check_value, option_name, option_specs
+
+__all__ = [
+    "JOB_KEYS",
+    "Checker",
+    "ConfigError",
+    "check_options",
+    "did_you_mean",
+    "load_mapping",
+    "option_aliases",
+]
+
+#: Keys of a job (or of ``defaults``) that are not options of ``separate``.
+JOB_KEYS = ("input", "output")
+
+
+class ConfigError(InputError):
+    """A config with problems; :attr:`problems` holds one ``file:line: ...`` per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        extra = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(self.problems[0] + extra if self.problems else "invalid config")
+
+
+def option_aliases() -> dict[str, str]:
+    """Spelling -> option name (``max_iter``, ``max-iter``, ``inertia-a`` -> ``a``), from
+    :func:`bpvideo.settings.option_name`."""
+    aliases: dict[str, str] = {}
+    for name, _, spec in option_specs():
+        for spelling in (name, name.replace("_", "-"), (spec.flag or "").lstrip("-")):
+            if spelling and option_name(spelling) == name:
+                aliases[spelling] = name
+    return aliases
+
+
+def did_you_mean(key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class Checker:
+    """Collects ``file:line: where: message`` problems."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.problems: list[tuple[int, str]] = []
+
+    def add(self, line: int, where: str, message: str) -> None:
+        prefix = f"{where}: " if where else ""
+        self.problems.append((line, f"{self.label}:{line}: {prefix}{message}"))
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            ordered = [msg for _, msg in sorted(self.problems, key=lambda p: p[0])]
+            raise ConfigError(ordered)
+
+
+def check_options(
+    mapping: LineDict, where: str, check: Checker, aliases: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[str, int]]]:
+    """Split a job (or ``defaults``) into options, job keys and extra keys; check options.
+
+    Returns ``(options, job_keys, extras)``; extras map key -> (value, line).
+    """
+    specs = {name: spec for name, _, spec in option_specs()}
+    options: dict[str, Any] = {}
+    job_keys: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in mapping.items():
+        line = mapping.line_of(key)
+        path = f"{where}.{key}" if where else str(key)
+        if not isinstance(key, str):
+            check.add(line, where, f"key {shown(key)} must be a name")
+            continue
+        if key in JOB_KEYS:
+            if not isinstance(value, str) or not value:
+                check.add(line, path, f"must be a path (a string), got {shown(value)}")
+            else:
+                job_keys[key] = value
+            continue
+        name = aliases.get(key)
+        if name is None:
+            extras[key] = (value, line)
+            continue
+        if name in spelled:
+            check.add(line, path, f"same option as {spelled[name]!r}: give it once")
+            continue
+        spelled[name] = key
+        try:
+            options[name] = check_value(name, specs[name], value)
+        except InputError as exc:
+            got = "" if value is None else f", got {shown(value)}"
+            check.add(line, path, f"{exc.rule}{got}" if exc.rule else exc.message)
+    return options, job_keys, extras
+
+
+def load_mapping(path: str | os.PathLike, what: str) -> tuple[LineDict | None, Checker]:
+    """The YAML mapping of ``path`` (None for an empty file) and a checker that holds its
+    duplicate keys; anything else than a mapping is a :class:`ConfigError` (``what`` says
+    which mapping)."""
+    data, duplicates = load_yaml(path)
+    check = Checker(str(path))
+    for line, message in duplicates:
+        check.add(line, "", message)
+    if data is not None and not isinstance(data, LineDict):
+        got = f"a {type(data).__name__}"
+        check.add(getattr(data, "line", 1), "", f"must be a mapping {what}, got {got}")
+        check.raise_if_any()
+    return data, check

@@ -1,0 +1,53 @@
+"""The options of the mask step, and their defaults (the one home of them: the option
+table of :mod:`bpvideo.settings` takes its defaults for these options from here)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["MASK_RULES", "NOISES", "SHADOWS", "MaskOptions"]
+
+MASK_RULES = ("residual", "support")
+NOISES = ("local", "global")
+SHADOWS = ("remove", "keep")
+
+
+@dataclass(frozen=True)
+class MaskOptions:
+    """How masks are made from a solution: the ``masks`` section of the settings.
+
+    Attributes
+    ----------
+    mask_rule : {"residual", "support"}
+        Threshold ``|A - L|``, or the support of ``S`` (the paper's rule).
+    threshold : float or "auto"
+        Threshold on ``|A - L|`` in grey levels, or per pixel from the noise.
+    threshold_k : float
+        With ``threshold="auto"``: noise levels a foreground pixel is away from the
+        background (chosen by leave-one-sequence-out, docs/quality.md).
+    noise : {"local", "global"}
+        With ``threshold="auto"``: each pixel's own spread too, or the camera's noise only.
+    shadows : {"remove", "keep"}
+        Leave cast shadows out of the masks, or keep them.
+    open_radius, close_radius : int
+        Morphological opening and closing radii in pixels (0 = off).
+    min_area : int
+        Blobs smaller than this many pixels are dropped (0 = off).
+    """
+
+    mask_rule: str = "residual"
+    threshold: float | str = "auto"
+    threshold_k: float = 6.0
+    noise: str = "local"
+    shadows: str = "remove"
+    open_radius: int = 1
+    close_radius: int = 3
+    min_area: int = 25
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~bpvideo.masks.foreground_masks` (rule, thresholds,
+        clean-up)."""
+        out = asdict(self)
+        out["rule"] = out.pop("mask_rule")
+        return out

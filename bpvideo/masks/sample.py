@@ -1,0 +1,272 @@
+"""The thresholds of masks from some of the frames (:func:`sample_model`).
+
+One sampler for data held whole (arrays) and for a window of the pipeline (its data matrix
+and the background's factors): :data:`SAMPLE_FRAMES` evenly spaced frames (and the frames
+right after them, for the camera's noise) are read a block of :data:`BLOCK_PIXELS` pixels
+at a time, straight from the data and the background: no full-resolution float frame is
+formed. Its inputs are anything with the methods of :class:`Data` and :class:`Columns`
+(:class:`~bpvideo.records.Video` and :class:`~bpvideo.pipeline.scale.Background` have
+them; arrays are wrapped here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+import numpy as np
+
+from bpvideo.masks.options import MaskOptions
+from bpvideo.masks.thresholds import (
+    MaskModel,
+    SampleBlock,
+    agreement,
+    model_from_blocks,
+    residual_noise,
+    temporal_noise,
+)
+
+__all__ = ["BLOCK_PIXELS", "SAMPLE_FRAMES", "Columns", "Data", "sample_model", "window_model"]
+
+#: Frames sampled for the thresholds.
+SAMPLE_FRAMES = 32
+#: Pixels (rows of the data matrix) per block.
+BLOCK_PIXELS = 1 << 15
+#: Entries of frame pairs sampled for the camera's noise.
+_PAIR_ENTRIES = 1 << 20
+_DEFAULT = MaskOptions()
+
+
+class Data(Protocol):
+    """The data of some frames as an m x n matrix (:class:`~bpvideo.records.Video`)."""
+
+    frame_shape: tuple[int, ...]
+    mask: np.ndarray | None
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    def rows(self, lo: int, hi: int, cols: np.ndarray, step: int = 1) -> np.ndarray: ...
+
+    def pixels(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray: ...
+
+
+class Columns(Protocol):
+    """The background of the same frames (:class:`~bpvideo.pipeline.scale.Background`)."""
+
+    def rows(self, index: np.ndarray, cols: np.ndarray) -> np.ndarray: ...
+
+    def block(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray: ...
+
+
+def sample_model(
+    A: np.ndarray,
+    L: np.ndarray,
+    frame_shape: tuple[int, ...],
+    *,
+    observed: np.ndarray | None = None,
+    frames: np.ndarray | None = None,
+    threshold: float | str = _DEFAULT.threshold,
+    threshold_k: float = _DEFAULT.threshold_k,
+    noise: str = _DEFAULT.noise,
+) -> MaskModel:
+    """The :class:`~bpvideo.masks.thresholds.MaskModel` of data held whole, from
+    :data:`SAMPLE_FRAMES` evenly spaced frames (and the frames right after them).
+
+    Parameters
+    ----------
+    A, L : (m, n) or (n, *frame_shape) ndarray
+        Data and background.
+    frame_shape : (H, W) or (H, W, C)
+    observed : bool ndarray of A's shape, optional
+        Entries that agree with the background; when None, those within
+        :data:`~bpvideo.masks.thresholds.AGREE_K` noise levels of it
+        (:func:`~bpvideo.masks.thresholds.agreement`).
+    frames : (n, H, W, 3) uint8 ndarray, optional
+        The frames in colour, for the shadow test (None: shadows are kept).
+    threshold, threshold_k, noise
+        As the options of ``separate``.
+    """
+    frames_first = A.ndim == len(frame_shape) + 1
+    data = _ArrayData(A, frame_shape, frames, frames_first)
+    background = _ArrayColumns(L, frames_first)
+    agree = None if observed is None else _ArrayColumns(observed, frames_first)
+    options = MaskOptions(threshold=threshold, threshold_k=threshold_k, noise=noise,
+                          shadows="remove" if frames is not None else "keep")  # fmt: skip
+    model = window_model(data, background, options, observed=agree)
+    assert model is not None
+    return model
+
+
+def window_model(
+    video: Data,
+    L: Columns,
+    options: MaskOptions,
+    *,
+    new_from: int = 0,
+    observed: np.ndarray | Columns | None = None,
+    rows: np.ndarray | None = None,
+) -> MaskModel | None:
+    """The :class:`~bpvideo.masks.thresholds.MaskModel` of a window's masks.
+
+    Parameters
+    ----------
+    video : Data
+        The window (its data matrix, and its frames in colour for the shadow test).
+    L : Columns
+        Its full-resolution background, m x n.
+    options : MaskOptions
+        ``mask_rule``, ``threshold``, ``threshold_k``, ``noise``, ``shadows``.
+    new_from : int
+        First frame not shared with the previous window (only new frames are sampled).
+    observed : (m', n) bool ndarray, optional
+        The entries the solver observed (solve scale): where pixels agreed with the
+        background. None: every entry (or the observation mask).
+    rows : (m,) ndarray, optional
+        Row map from full-resolution rows to ``observed``'s (None: the same rows).
+
+    Returns
+    -------
+    MaskModel or None
+        None for the support rule.
+    """
+    if options.mask_rule != "residual":
+        return None
+    n = video.shape[1]
+    last = max(new_from, n - 2)
+    cols = np.unique(np.linspace(new_from, last, min(SAMPLE_FRAMES, n - new_from)).round())
+    cols = cols.astype(np.intp)
+    agree = _Agreement(video, L, observed, rows)
+    sensor = None
+    if options.threshold == "auto":
+        sensor = _sensor_noise(video, agree, cols)
+    return model_from_blocks(
+        _blocks(video, L, agree, cols, options.shadows == "remove"),
+        video.frame_shape,
+        sensor=sensor,
+        threshold=options.threshold,
+        threshold_k=options.threshold_k,
+        noise=options.noise,
+    )
+
+
+class _ArrayData:
+    """An array of data as :class:`Data`: (m, n) columns, or (n, *frame_shape) frames."""
+
+    def __init__(
+        self,
+        A: np.ndarray,
+        frame_shape: tuple[int, ...],
+        frames: np.ndarray | None,
+        frames_first: bool,
+    ) -> None:
+        self.A, self.frame_shape, self.frames = A, frame_shape, frames
+        self.frames_first = frames_first
+        self.mask = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        if self.frames_first:
+            return int(np.prod(self.frame_shape)), self.A.shape[0]
+        return self.A.shape
+
+    def rows(self, lo: int, hi: int, cols: np.ndarray, step: int = 1) -> np.ndarray:
+        if self.frames_first:
+            flat = self.A[cols].reshape(len(cols), -1)
+            return np.ascontiguousarray(flat[:, lo:hi:step].T)
+        return self.A[lo:hi:step][:, cols]
+
+    def pixels(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray:
+        assert self.frames is not None
+        flat = self.frames.reshape(len(self.frames), -1, 3)
+        return np.ascontiguousarray(flat[cols, lo:hi].transpose(1, 0, 2))
+
+
+class _ArrayColumns:
+    """An array of background (or agreement) as :class:`Columns`."""
+
+    def __init__(self, M: np.ndarray, frames_first: bool) -> None:
+        self.M, self.frames_first = M, frames_first
+
+    def _flat(self, cols: np.ndarray) -> np.ndarray:
+        return self.M[cols].reshape(len(cols), -1).T if self.frames_first else self.M[:, cols]
+
+    def rows(self, index: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        out = self._flat(cols)[index]
+        return out if out.dtype == bool else out.astype(np.float32, copy=False)
+
+    def block(self, lo: int, hi: int, cols: np.ndarray) -> np.ndarray:
+        out = np.ascontiguousarray(self._flat(cols)[lo:hi])
+        return out if out.dtype == bool else out.astype(np.float32, copy=False)
+
+
+class _Agreement:
+    """Where entries of the full-resolution data agreed with the background: the solver's
+    observed entries (read through the row map), or, without them, the residual's own
+    :func:`~bpvideo.masks.thresholds.agreement`; and the observation mask."""
+
+    def __init__(
+        self,
+        video: Data,
+        L: Columns,
+        observed: np.ndarray | Columns | None,
+        rows: np.ndarray | None,
+    ) -> None:
+        self.video = video
+        self.L = L
+        self.observed = observed
+        self.rows = rows
+        self.noise = None
+        if observed is None:  # one noise level for the window, from a sample of entries
+            m, n = video.shape
+            step = max(1, (m * min(n, 8)) // _PAIR_ENTRIES)
+            index = np.arange(0, m, step)
+            cols = np.unique(np.linspace(0, n - 1, min(n, 8)).round().astype(np.intp))
+            self.noise = residual_noise(video.rows(0, m, cols, step) - L.rows(index, cols))
+
+    def __call__(self, lo: int, hi: int, cols: np.ndarray, step: int = 1) -> np.ndarray:
+        """(rows ``lo:hi:step``, len(cols)) bool."""
+        index = np.arange(lo, hi, step)
+        if self.observed is not None:
+            at = index if self.rows is None else self.rows[index]
+            if isinstance(self.observed, np.ndarray):
+                out = self.observed[at][:, cols]
+            else:
+                out = self.observed.rows(at, cols)
+        else:
+            residual = self.video.rows(lo, hi, cols, step) - self.L.rows(index, cols)
+            out = agreement(residual, self.noise)
+        if self.video.mask is not None:
+            out &= self.video.mask[index][:, cols]
+        return out
+
+
+def _sensor_noise(video: Data, agree: _Agreement, cols: np.ndarray) -> float:
+    """:func:`~bpvideo.masks.thresholds.temporal_noise` of the sampled frames and the next ones,
+    on a subsample of the pixels."""
+    n = video.shape[1]
+    nxt = np.minimum(cols + 1, n - 1)
+    m = video.shape[0]
+    step = max(1, (m * len(cols)) // _PAIR_ENTRIES)
+    pairs = np.stack([video.rows(0, m, cols, step), video.rows(0, m, nxt, step)])
+    return temporal_noise(pairs, np.stack([agree(0, m, cols, step), agree(0, m, nxt, step)]))
+
+
+def _blocks(
+    video: Data, L: Columns, agree: _Agreement, cols: np.ndarray, shade: bool
+) -> Iterator[SampleBlock]:
+    """The sampled frames, :data:`BLOCK_PIXELS` pixels at a time."""
+    m = video.shape[0]
+    channels = video.frame_shape[2] if len(video.frame_shape) == 3 else 1
+    step = BLOCK_PIXELS * channels
+    for lo in range(0, m, step):
+        hi = min(m, lo + step)
+        block_colour = None
+        if shade:
+            block_colour = video.pixels(lo // channels, hi // channels, cols)
+        yield SampleBlock(
+            np.ascontiguousarray(video.rows(lo, hi, cols)),
+            L.block(lo, hi, cols),
+            agree(lo, hi, cols),
+            block_colour,
+        )

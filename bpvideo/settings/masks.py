@@ -1,0 +1,81 @@
+"""How masks are made from the solution: the ``Masks`` section of the option table.
+
+Each field is one option of ``bpvideo separate`` (see :mod:`bpvideo.settings`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bpvideo._spec import option
+from bpvideo.limits import MAX_PIXELS, MAX_RADIUS
+from bpvideo.masks.options import MASK_RULES, NOISES, SHADOWS, MaskOptions
+
+__all__ = ["MASK_RULES", "NOISES", "SHADOWS", "MaskSettings"]
+
+_MASKS = MaskOptions()
+
+
+@dataclass
+class MaskSettings:
+    """How masks are made from the solution (the ``Masks`` section of ``--help``)."""
+
+    mask_rule: str = option(
+        _MASKS.mask_rule,
+        "str",
+        "Foreground rule: threshold |A - L| (residual) or the support of S.",
+        choices=MASK_RULES,
+    )
+    threshold: float | str = option(
+        _MASKS.threshold,
+        "threshold",
+        "Threshold on |A - L| in grey levels (0-255), or 'auto': per pixel, from the camera's "
+        "noise and each pixel's own spread (see --noise).",
+        low=0,
+        high=255,
+        low_open=True,
+        metavar="T|auto",
+    )
+    threshold_k: float = option(
+        _MASKS.threshold_k,
+        "float",
+        "With --threshold auto: noise levels a foreground pixel is away from the background.",
+        low=0,
+        limit=1000,
+        low_open=True,
+    )
+    noise: str = option(
+        _MASKS.noise,
+        "str",
+        "With --threshold auto: local = each pixel also gets k x its own spread about the "
+        "background (leaves, water, flicker), global = the camera's noise only.",
+        choices=NOISES,
+    )
+    shadows: str = option(
+        _MASKS.shadows,
+        "str",
+        "Cast shadows (darker, same colour and texture as the background): remove them from "
+        "the masks, or keep them as foreground.",
+        choices=SHADOWS,
+    )
+    open_radius: int = option(
+        _MASKS.open_radius,
+        "int",
+        "Morphological opening radius in pixels (0 = off).",
+        low=0,
+        limit=MAX_RADIUS,
+    )
+    close_radius: int = option(
+        _MASKS.close_radius,
+        "int",
+        "Morphological closing radius in pixels (0 = off).",
+        low=0,
+        limit=MAX_RADIUS,
+    )
+    min_area: int = option(
+        _MASKS.min_area,
+        "int",
+        "Drop foreground blobs smaller than this many pixels (0 = off).",
+        low=0,
+        limit=MAX_PIXELS,
+    )
