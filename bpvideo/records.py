@@ -132,11 +132,11 @@ class Plan:
         The factor the solve runs at (``"auto"`` resolved).
     memory : int or None
         Bytes the process will hold at most: what it held when the run was planned, plus
-        :func:`~bpvideo.pipeline.windows.planned_memory` (None when unknown).
+        :func:`~bpvideo.pipeline.memory.planned_memory` (None when unknown).
     device : {"cpu", "cuda"}
         Where the solver runs (``"auto"`` resolved).
     spooled : bool
-        Whether the full-resolution frames of a window wait on disk (:func:`spools`), not
+        Whether the full-resolution frames of a window wait on disk (:func:`~bpvideo.pipeline.memory.spools`), not
         in memory.
     """
 

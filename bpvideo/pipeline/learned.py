@@ -34,7 +34,7 @@ from bpvideo.solvers._common import Callback
 
 __all__ = ["APPLY_FRAMES", "LearnedBackground", "iter_learned_blocks", "learn"]
 
-#: Frames projected together by :func:`iter_learned_windows`.
+#: Frames projected together by :func:`iter_learned_blocks` (one window of blocks).
 APPLY_FRAMES = 64
 #: The refits of :func:`robust_coefficients`: each leaves out the pixels whose residual is
 #: above this many times the mask threshold (loose first, so that a poor first fit does
