@@ -136,8 +136,8 @@ class Plan:
     device : {"cpu", "cuda"}
         Where the solver runs (``"auto"`` resolved).
     spooled : bool
-        Whether the full-resolution frames of a window wait on disk (:func:`~bpvideo.pipeline.memory.spools`), not
-        in memory.
+        Whether the full-resolution frames of a window wait on disk, not in memory
+        (:func:`~bpvideo.pipeline.memory.spools`).
     """
 
     window: int | None
