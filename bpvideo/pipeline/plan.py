@@ -241,11 +241,20 @@ class Job:
     empty_scene: np.ndarray | tuple[int, int | None] | None = None
 
     @classmethod
-    def of(cls, source: FrameSource, settings: SeparateSettings, **kwargs: object) -> Job:
+    def of(
+        cls,
+        source: FrameSource,
+        settings: SeparateSettings,
+        *,
+        plan: Plan | None = None,
+        clock: Stopwatch | None = None,
+        callback: Callback | None = None,
+        progress: Tracker | None = None,
+        empty_scene: np.ndarray | tuple[int, int | None] | None = None,
+    ) -> Job:
         """The job of ``source`` under ``settings``, planned now unless ``plan`` is given."""
-        plan = kwargs.pop("plan", None) or plan_run(source, settings)
-        clock = kwargs.pop("clock", None) or Stopwatch()
-        return cls(source, settings, plan, clock, **kwargs)  # type: ignore[arg-type]
+        plan = plan or plan_run(source, settings)
+        return cls(source, settings, plan, clock or Stopwatch(), callback, progress, empty_scene)
 
     @property
     def frame_shape(self) -> tuple[int, ...]:
