@@ -11,7 +11,8 @@ proximal gradient scheme of Dutta, Hanzely, Liang and Richtárik (2019).
 Public names: :func:`separate` (arrays), :func:`iter_separate` (arrays, window by
 window), :func:`separate_file` (files, what ``bpvideo separate`` does),
 :class:`BackgroundModel` (learn once, apply to new frames), :func:`evaluate` (scores
-against ground truth), :func:`best_pair` (the solver on a pixels x frames matrix).
+against ground truth), :func:`events` (stretches of frames with foreground, from masks),
+:func:`best_pair` (the solver on a pixels x frames matrix).
 
 Layers (each imports only those below it; docs/layout.md)
 ------
@@ -27,12 +28,14 @@ Layers (each imports only those below it; docs/layout.md)
 - :mod:`bpvideo.settings`: the option table, in sections; :mod:`bpvideo.records`: the
   values that cross layers; :mod:`bpvideo.limits`: bounds and shared defaults.
 - :mod:`bpvideo.evaluate`: changedetection.net scoring.
+- :mod:`bpvideo.events`: events, regions and the per-frame table of masks (no I/O).
 """
 
 from bpvideo._version import __version__
 from bpvideo.api import BackgroundModel, Separation, iter_separate, separate, separate_file
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate.scoring import evaluate
+from bpvideo.io.rederive import events  # the function: bpvideo.events(masks, fps=...)
 from bpvideo.records import Report
 from bpvideo.solvers.best_pair import best_pair
 
@@ -46,6 +49,7 @@ __all__ = [
     "__version__",
     "best_pair",
     "evaluate",
+    "events",
     "iter_separate",
     "separate",
     "separate_file",

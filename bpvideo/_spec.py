@@ -35,11 +35,12 @@ class Spec:
     Attributes
     ----------
     kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window", "span", \
-"time"}
+"time", "regions"}
         Value type. "threshold" and "scale" are a float within the bounds or the string
         "auto"; "window" is an integer within the bounds or the string "auto"; "span" is
         ``START:END`` (:func:`parse_span`); "time" a frame number or a time
-        (:func:`parse_time`).
+        (:func:`parse_time`); "regions" a tuple of region specs (repeatable on the
+        command line, see :mod:`bpvideo.events.regions`).
     help : str
         One-line help text (also the CLI help).
     low, high : float or None
@@ -145,6 +146,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         return _check_time(name, spec, value)
     if kind == "reference":
         return _check_reference(name, value)
+    if kind == "regions":
+        return _check_regions(name, value)
     if kind in ("threshold", "scale", "window") and isinstance(value, str):
         if value.strip().lower() == "auto":
             return "auto"
@@ -173,6 +176,18 @@ def _check_reference(name: str, value: Any) -> str:
     if ":" in value and all(p.strip().isdigit() or not p.strip() for p in value.split(":", 1)):
         return format_span(parse_span(value, name))
     return value
+
+
+def _check_regions(name: str, value: Any) -> tuple[str, ...]:
+    """Region specs (``roi``, ``exclude``): one string or a list of them; polygons checked."""
+    from bpvideo.events.regions import parse_region
+
+    specs = [value] if isinstance(value, str) else value
+    if not isinstance(specs, (list, tuple)):
+        raise _bad(name, value, "must be a polygon 'x1,y1 x2,y2 x3,y3 ...' or a mask image path")
+    for spec in specs:
+        parse_region(spec, name)
+    return tuple(specs)
 
 
 def _check_number(name: str, spec: Spec, value: Any, kind: str) -> float:

@@ -23,6 +23,7 @@ from bpvideo.errors import InputError
 from bpvideo.evaluate.groundtruth import check_groundtruth
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.io.arrays import open_frames
+from bpvideo.io.event_sinks import TableSink, event_output_names, event_sinks
 from bpvideo.io.guard import check_access, separate_access
 from bpvideo.io.outputs import SUMMARY, OutputDir, write_json
 from bpvideo.io.paths import default_output
@@ -159,10 +160,13 @@ def separate(
     job = Job(source, settings, plan, callback=tracker.solver_callback(callback),
               progress=tracker, empty_scene=scene)  # fmt: skip
     arrays = ArraysSink(source.channels)
+    table = TableSink(source, settings)
     builder = ReportBuilder(source, settings, plan)
     with threadpool_limits(limits=1, user_api="blas"):
-        drain(iter_blocks(job), [arrays, builder], tracker)
-    return arrays.separation(builder.build(seconds=job.clock.total()))
+        drain(iter_blocks(job), [arrays, table, builder], tracker)
+    report = builder.build(seconds=job.clock.total())
+    report.events = [e.row() for e in table.events]
+    return arrays.separation(report, events=table.events, frames=table.table)
 
 
 def drain(blocks: Iterable[Block], sinks: list[Sink], tracker: Tracker | None = None) -> None:
@@ -338,16 +342,19 @@ def _write(
     source, settings, clock = job.source, job.settings, job.clock
     with outdir:
         builder = ReportBuilder(source, settings, job.plan)
-        drain(blocks, [FolderSink(outdir, source, settings, clock), builder], job.progress)
+        events = event_sinks(outdir, source, settings)  # after the folder: background.png
+        drain(blocks, [FolderSink(outdir, source, settings, clock), *events, builder],
+              job.progress)  # fmt: skip
         if learned is not None:
             builder.solved_by(learned.reports, learned.plan)
         report = builder.build(
             output=out_path,
-            outputs=output_names(settings),
+            outputs={**output_names(settings), **event_output_names(settings)},
             learned=_learned_info(settings, learned),
             evaluation=_evaluate_staged(outdir, source, settings),
         )
         report.seconds = clock.total()
+        report.events = events[0].rows()
         write_json(outdir.stage(SUMMARY), report.to_dict())
         outdir.commit()
     return report

@@ -305,7 +305,8 @@ class Report:
     of each frame's mask file), ``width``, ``height``, ``channels``, ``fps``,
     ``observed_fraction``, ``settings``, ``solver``, ``masks``, ``windows``, ``outputs``,
     ``partial``, ``frames_expected``, ``seconds``; ``learned`` (a learned background:
-    where it was learned) and ``evaluation`` (with ground truth) when there are some.
+    where it was learned), ``evaluation`` (with ground truth) and ``events`` (the rows of
+    ``events.csv``) when there are some.
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -328,6 +329,7 @@ class Report:
     seconds: dict[str, float] = field(default_factory=dict)
     learned: dict[str, Any] | None = None
     evaluation: dict[str, Any] | None = None
+    events: list[dict[str, Any]] | None = None
     bpvideo_version: str = __version__
 
     @property
@@ -361,6 +363,8 @@ class Report:
         if self.evaluation is not None:
             out["evaluation"] = self.evaluation
         out["seconds"] = self.seconds
+        if self.events is not None:  # last: keys are only ever added
+            out["events"] = self.events
         return json.loads(json.dumps(out, default=_json_default))
 
     def __getitem__(self, key: str) -> Any:

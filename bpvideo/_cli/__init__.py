@@ -24,6 +24,7 @@ from bpvideo._cli.console import (
     progress_bar,
     run,
 )
+from bpvideo._cli.events import events_command
 from bpvideo._version import __version__
 from bpvideo.errors import BpvideoError, InputError
 from bpvideo.settings import (
@@ -83,6 +84,7 @@ Examples:
   bpvideo separate frames/ --no-video -o out      # masks only: no ffmpeg needed
   bpvideo separate night.mp4 --learn 0:1500 -o out      # learn on a quiet minute, apply to all
   bpvideo separate night.mp4 -o out --logfile night.log
+  bpvideo separate cam.mp4 -o out --exclude '0,0 320,0 320,40 0,40' --clips --overlay
   ffmpeg -i cam.mp4 -f rawvideo -pix_fmt gray - | bpvideo separate - --size 320x240
     -o out --masks-to - | ffmpeg -f rawvideo -pix_fmt gray -s 320x240 -i - masks.mkv
 
@@ -96,7 +98,8 @@ output: out/{stem}); flags win over the file, the file over the defaults.
 \b
 Outputs (in OUTDIR): background.mp4, foreground.mp4, masks/bin%06d.png (named
 after the source frames: in000470.jpg -> bin000470.png; videos from 1),
-background.png, summary.json (written last: its presence marks a complete result).
+background.png, events.csv, frames.csv, report.html (docs/events.md),
+summary.json (written last: its presence marks a complete result).
 """
 
 
@@ -132,8 +135,9 @@ def settings_options(func: Callable) -> Callable:
                 name,
                 type=_click_type(spec),
                 default=None,
-                help=help_text,
+                help=help_text if default != () else spec.help,
                 metavar=spec.metavar,
+                multiple=spec.kind == "regions",
             )(func)
     return func
 
@@ -212,7 +216,7 @@ def separate(
 
     verbosity = _verbosity(verbose, quiet)
     configure_logging(verbosity, logfile)
-    given = {k: v for k, v in options.items() if v is not None}
+    given = {k: v for k, v in options.items() if v is not None and v != ()}
     if config_file is not None:  # flag > file > built-in default
         from_file = _defaults_file(config_file, debug)
         file_output = from_file.pop("output", None)
@@ -454,6 +458,9 @@ def batch(
         if debug:
             raise
         return _config_problems(exc, config_path)
+
+
+cli.add_command(events_command(GroupedCommand, verbosity_options, _verbosity))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,7 @@ from bpvideo.batch.checks import (
 )
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
 from bpvideo.errors import InputError, shown
+from bpvideo.events.regions import image_specs_to
 from bpvideo.io.guard import check_usable
 from bpvideo.io.paths import expand_input, expand_template, template_fields
 from bpvideo.settings import (
@@ -195,6 +196,9 @@ def load_defaults(path: str | os.PathLike) -> dict[str, Any]:
     for name, value in options.items():
         if specs[name].kind == "path" and value is not None and value != "-":
             options[name] = str(planner._path(value))
+        if specs[name].kind == "regions":  # mask images relative to the file's folder
+            value = [value] if isinstance(value, str) else value
+            options[name] = image_specs_to(value, name, lambda v: str(planner._path(v)))
     if "output" in keys:
         options["output"] = str(planner._path(keys["output"]))
     return options
@@ -404,6 +408,9 @@ class _Planner:
                 )
                 self.check.add(mask_line, f"{where}.mask", problem)
             settings.mask = str(mask)
+        for name in ("roi", "exclude"):  # mask images are relative to the config
+            setattr(settings, name, image_specs_to(getattr(settings, name), name,
+                                                   lambda v: str(self._path(v))))  # fmt: skip
         return settings
 
     def _inputs(self, where: str, line: int, entry: LineDict, keys: dict[str, Any]) -> list[Path]:

@@ -1,6 +1,7 @@
 """The report of a batch: one line per finished job on stderr, a table at the end, and
 the JSON report (``night.report.json`` beside ``night.yaml`` unless ``--report`` or
-``report:`` says otherwise), rewritten atomically whenever a job starts or finishes.
+``report:`` says otherwise) and the events of every job (``night.events.csv`` beside it),
+rewritten atomically whenever a job starts or finishes.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 
 from bpvideo.batch.config import BatchConfig, Job
 from bpvideo.errors import InputError, WorkError
+from bpvideo.io.event_stream import batch_events_csv
 from bpvideo.io.headers import read_text
-from bpvideo.io.outputs import write_json
+from bpvideo.io.outputs import atomic_write_bytes, write_json
 
-__all__ = ["BatchReport", "Progress", "format_table", "read_report"]
+__all__ = ["BatchReport", "Progress", "events_path", "format_table", "read_report"]
 
 
 @dataclass
@@ -148,6 +150,7 @@ class BatchReport:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_json(self.path, self.state)
+            atomic_write_bytes(events_path(self.path), batch_events_csv(self.entries))
         except OSError as exc:
             why = f"cannot write the report ({exc.strerror or exc})"
             if not self._saved:
@@ -188,6 +191,8 @@ class BatchReport:
         entry = self.entries[job.index]
         for key in ("status", "seconds", "frames", "error"):
             entry[key] = result.get(key)
+        if result.get("events") is not None:
+            entry["events"] = result["events"]
         entry["cpu_seconds"] = result.get("cpu_seconds")
         if "converged" in result:
             entry["converged"] = result["converged"]
@@ -197,7 +202,19 @@ class BatchReport:
 
 
 #: What an ``ok`` entry of an earlier report keeps on ``--resume``.
-KEPT_KEYS = ("status", "seconds", "cpu_seconds", "frames", "converged", "iterations", "error")
+KEPT_KEYS = ("status", "seconds", "cpu_seconds", "frames", "converged", "iterations", "error",
+             "events")  # fmt: skip
+
+
+def events_path(report: Path) -> Path:
+    """The batch's ``events.csv`` beside its report: ``night.events.csv`` beside
+    ``night.report.json`` (one row per event of every job, with the job and its input)."""
+    name = report.name
+    for suffix in (".report.json", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return report.with_name(f"{name}.events.csv")
 
 
 def read_report(path: Path) -> dict[str, Any]:

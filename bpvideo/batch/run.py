@@ -32,7 +32,7 @@ from typing import Any
 from bpvideo.allocator import own_process
 from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.pool import GRACE, WorkerPool
-from bpvideo.batch.report import BatchReport, Progress, format_table, read_report
+from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
 from bpvideo.errors import BpvideoError, InputError, Terminated
 from bpvideo.io.guard import Access, check_jobs
 from bpvideo.io.outputs import signals_deferred
@@ -111,6 +111,7 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
             frames=summary["frames"],
             iterations=summary["solver"]["iterations"],
             converged=summary["solver"]["converged"],
+            events=summary.events,
         )
     except BpvideoError as exc:
         result["error"] = exc.message
@@ -161,7 +162,8 @@ def completed(job: Job) -> bool:
     wanted = dict(job.settings)
     recorded.pop("overwrite", None)
     wanted.pop("overwrite", None)
-    return same_input and recorded == wanted
+    as_json = lambda d: json.loads(json.dumps(d))  # noqa: E731 - tuples are lists there
+    return same_input and as_json(recorded) == as_json(wanted)
 
 
 # --------------------------------------------------------------------------------------
@@ -349,7 +351,10 @@ def run_batch(
     check_jobs(
         ((job.input, job.output, job.make_settings()) for job in config.jobs),
         reads=[Access(config.path, "the config")],
-        writes=[Access(path, "the report", "--report")],
+        writes=[
+            Access(path, "the report", "--report"),
+            Access(events_path(path), "the events table", "--report"),
+        ],
     )
     report = BatchReport(config, path)
     todo = _todo(config, report, options)

@@ -29,6 +29,7 @@ __all__ = [
     "folder_reads",
     "groundtruth_reads",
     "input_reads",
+    "region_reads",
     "separate_access",
 ]
 
@@ -218,12 +219,22 @@ def separate_access(
         reads += input_reads(settings.background_from, "the empty scene")
     if settings.groundtruth is not None:
         reads += groundtruth_reads(settings.groundtruth)
+    reads += region_reads(settings)
     option = ("output", os.fspath(output))
     writes = [Access(Path(output) / n, "the output", "{output}", option) for n in OUTPUT_NAMES]
     if settings.masks_to not in (None, "-"):
         option = ("masks_to", settings.masks_to)
         writes.append(Access(Path(settings.masks_to), "{masks_to}", "{masks_to}", option))
     return reads, writes
+
+
+def region_reads(settings: Any) -> list[Access]:
+    """The mask images of ``roi`` and ``exclude`` (polygons read nothing)."""
+    from bpvideo.events.regions import parse_region
+
+    return [Access(Path(spec), f"the --{name} image")
+            for name in ("roi", "exclude") for spec in getattr(settings, name, ())
+            if isinstance(parse_region(spec, name), str)]  # fmt: skip
 
 
 def check_jobs(

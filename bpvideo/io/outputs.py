@@ -62,6 +62,11 @@ OUTPUT_NAMES = (
     "masks",
     "preview.png",
     "evaluation.csv",
+    "events.csv",
+    "frames.csv",
+    "report.html",
+    "overlay.mp4",
+    "clips",
 )
 
 

@@ -108,10 +108,14 @@ def window_info(
 
 
 def finish(
-    solution: Solution, options: MaskOptions, clock: Stopwatch | None = None
+    solution: Solution,
+    options: MaskOptions,
+    clock: Stopwatch | None = None,
+    region: np.ndarray | None = None,
 ) -> Iterator[Block]:
     """The new frames of a solved window with their background and masks, in blocks of
-    :func:`output_frames` frames (formed as they are asked for, not kept)."""
+    :func:`output_frames` frames (formed as they are asked for, not kept); foreground
+    outside ``region`` ((H, W) bool: ``--roi``/``--exclude``) is never reported."""
     clock = clock or Stopwatch()
     video, new_from = solution.video, solution.new_from
     numbers = solution.numbers
@@ -120,6 +124,8 @@ def finish(
         hi = min(len(numbers), lo + step)
         frames = video.frame_block(new_from + lo, new_from + hi)
         masks, background = _form(solution, options, new_from + lo, new_from + hi, frames, clock)
+        if region is not None:
+            masks &= region
         yield Block(numbers[lo:hi], frames, background, masks, solution.info, lo)
 
 

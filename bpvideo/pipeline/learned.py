@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.io.regions import region_mask
 from bpvideo.io.sources import FrameSource
 from bpvideo.io.video import video_from_frames
 from bpvideo.masks import MaskModel
@@ -222,6 +223,8 @@ def iter_learned_blocks(
         raise InputError("a learned background needs the residual rule: use mask_rule='residual'")
     clock = clock or Stopwatch()
     options = settings.masks
+    region = region_mask(settings.roi, settings.exclude, (source.height, source.width),
+                         settings.scale)  # fmt: skip
     frames = iter(source.frames)
     index = 0
     t = time.perf_counter()
@@ -235,7 +238,7 @@ def iter_learned_blocks(
         L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
         solution = Solution(video, 0, L, None, learned.model, window_info(video, 0, index))
         del video, C, L
-        yield from finish(solution, options, clock)
+        yield from finish(solution, options, clock, region)
         del solution
         index += 1
         t = time.perf_counter()

@@ -21,6 +21,7 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.io.observation import load_observation_mask, random_observation
+from bpvideo.io.regions import region_mask
 from bpvideo.io.video import video_from_frames
 from bpvideo.masks import window_model
 from bpvideo.pipeline.empty_scene import span_scene
@@ -55,9 +56,11 @@ def iter_blocks(job: Job) -> Iterator[Block]:
         Bad options or input, no frame selected, or a bad last window (when it is
         reached).
     """
-    options = job.settings.masks
+    options, settings = job.settings.masks, job.settings
+    region = region_mask(settings.roi, settings.exclude, (job.source.height, job.source.width),
+                         settings.scale)  # fmt: skip
     for solution in iter_solutions(job):
-        yield from finish(solution, options, job.clock)
+        yield from finish(solution, options, job.clock, region)
         del solution  # not held while the next window is solved
 
 

@@ -32,6 +32,7 @@ from bpvideo._spec import (
 )
 from bpvideo.errors import InputError
 from bpvideo.masks.options import MASK_RULES, MaskOptions
+from bpvideo.settings.events import EventSettings
 from bpvideo.settings.input import InputSettings
 from bpvideo.settings.masks import MaskSettings
 from bpvideo.settings.names import (
@@ -87,7 +88,7 @@ __all__ = [
 
 
 @dataclass
-class SeparateSettings(OutputSettings, MaskSettings, SolverSettings, InputSettings):
+class SeparateSettings(EventSettings, OutputSettings, MaskSettings, SolverSettings, InputSettings):
     """Settings of one ``separate`` job. Defaults here are the tool's defaults.
 
     Every field carries a :class:`Spec` (type, bounds, help). Construct with keywords and

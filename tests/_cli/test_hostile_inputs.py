@@ -366,13 +366,17 @@ def test_overwrite_leaves_no_file_of_the_earlier_result(
 ) -> None:
     out = tmp_path / "out"
     args = ("separate", clip, "-o", out, "--rank", "1", "-q")
-    assert run_cli(*args, "--lossless", "--preview").code == 0
+    assert run_cli(*args, "--lossless", "--preview", "--clips", "--overlay").code == 0
+    assert (out / "clips").is_dir() and (out / "overlay.mp4").is_file()
     assert run_cli(*args, "--overwrite").code == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "background.mp4",
         "background.png",
+        "events.csv",
         "foreground.mp4",
+        "frames.csv",
         "masks",
+        "report.html",
         "summary.json",
     ]
 

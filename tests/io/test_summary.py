@@ -9,11 +9,11 @@ import bpvideo
 from bpvideo.records import Stopwatch
 
 #: The top-level keys of summary.json, in order (``learned`` and ``evaluation`` only when
-#: there are some; ``mask_numbers`` came with issue 14).
+#: there are some; ``mask_numbers`` came with issue 14, ``events`` with issue 28).
 KEYS = [
     "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "width",
     "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
-    "windows", "outputs", "partial", "frames_expected", "seconds",
+    "windows", "outputs", "partial", "frames_expected", "seconds", "events",
 ]  # fmt: skip
 
 
@@ -39,7 +39,7 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
     ]  # fmt: skip
     assert list(summary["outputs"]) == [
         "background_video", "foreground_video", "masks", "background_image", "summary",
-        "preview",
+        "preview", "events", "frames", "report",
     ]  # fmt: skip
     assert summary["mask_numbers"] == [n + 1 for n in summary["frame_numbers"]]
     assert list(summary["seconds"]) == ["read", "solve", "masks", "write", "total"]

@@ -4,7 +4,8 @@ and the windows of :func:`bpvideo.iter_separate` (:func:`gather_windows`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +30,10 @@ class Separation:
         One still: the per-pixel median of the background.
     report : Report
         What ``summary.json`` would hold (``report.to_dict()``).
+    events : list of Event
+        Stretches of frames with foreground (the rows of ``events.csv``).
+    frames : FrameTable or None
+        One row per frame: foreground share, blobs, bounding box (``frames.csv``).
     """
 
     background: np.ndarray
@@ -36,6 +41,8 @@ class Separation:
     masks: np.ndarray
     background_image: np.ndarray
     report: Report
+    events: list[Any] = field(default_factory=list)
+    frames: Any = None
 
 
 class ArraysSink:
@@ -72,12 +79,14 @@ class ArraysSink:
         for arrays in self.parts.values():
             arrays.clear()
 
-    def separation(self, report: Report) -> Separation:
-        """The :class:`Separation` of the blocks written."""
+    def separation(self, report: Report, **found: Any) -> Separation:
+        """The :class:`Separation` of the blocks written (``events``, ``frames``: found by
+        :class:`~bpvideo.io.event_sinks.TableSink`)."""
         return Separation(
             **{name: np.concatenate(arrays) for name, arrays in self.parts.items()},
             background_image=self.still.median(),
             report=report,
+            **found,
         )
 
 

@@ -1,0 +1,58 @@
+"""``bpvideo events OUTDIR`` against the ``separate`` run that wrote OUTDIR.
+
+A 600-frame 320x240 synthetic street clip (:func:`bpvideo.synthetic.make_scene`, H.264)
+is separated at the defaults (videos, masks, events, report), then its events are found
+again from the masks with other options (``bpvideo events``: masks read, tables, report
+and summary rewritten). Medians of ``--repeat`` runs of each, in this process.
+
+Usage::
+
+    python benchmarks/bench_events.py [--frames 600] [--repeat 3]
+
+Markdown on stdout, progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bpvideo import separate_file
+from bpvideo.io.rederive import rederive
+from bpvideo.io.writers import write_video
+from bpvideo.synthetic import make_scene
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=600)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="bpvideo-bench-events-") as tmp:
+        clip = Path(tmp) / "street.mp4"
+        scene = make_scene(320, 240, args.frames)
+        write_video(clip, scene.frames, 25.0)
+        separate, again = [], []
+        for i in range(args.repeat):
+            out = Path(tmp) / f"out{i}"
+            t = time.perf_counter()
+            separate_file(clip, out)
+            separate.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            summary = rederive(out, event_gap="1s", event_threshold=0.002)
+            again.append(time.perf_counter() - t)
+            print(f"run {i + 1}: separate {separate[-1]:.2f}s, events {again[-1]:.3f}s "
+                  f"({len(summary['events'])} events)", file=sys.stderr)  # fmt: skip
+    s, e = statistics.median(separate), statistics.median(again)
+    print("| frames | separate (s) | bpvideo events (s) | ratio |\n|---|---|---|---|")
+    print(f"| {args.frames} at 320x240 | {s:.2f} | {e:.3f} | {100 * e / s:.1f} % |")
+
+
+if __name__ == "__main__":
+    main()

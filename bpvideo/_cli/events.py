@@ -1,0 +1,81 @@
+"""``bpvideo events OUTDIR``: the events of a result found again from its masks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from bpvideo._cli.console import configure_logging
+from bpvideo.settings import flag_of, option_specs
+
+__all__ = ["events_command"]
+
+EVENTS_EPILOG = """\b
+Examples:
+  bpvideo events out --min-event 2s --event-gap 5s
+  bpvideo events out --exclude '0,0 320,0 320,40 0,40' --json | jq length
+  bpvideo events out --roi door.png --event-pad 0
+
+\b
+Rewrites OUTDIR/events.csv, frames.csv, report.html and the "events" of summary.json
+(each file replaced whole), from the masks in OUTDIR/masks: no frame is decoded, nothing
+is solved. Options not given keep the run's values (summary.json's settings); a region
+can only narrow the run's, whose masks hold no foreground outside it. Clips and the
+overlay are not rewritten (run separate again with --clips / --overlay).
+"""
+
+
+def _event_options(func: Callable) -> Callable:
+    from bpvideo.io.rederive import EVENT_SETTINGS
+
+    specs = {name: spec for name, _, spec in option_specs()}
+    for name in reversed(EVENT_SETTINGS):
+        spec = specs[name]
+        func = click.option(flag_of(name, spec), name, default=None, help=spec.help,
+                            metavar=spec.metavar,
+                            multiple=spec.kind == "regions")(func)  # fmt: skip
+    return func
+
+
+def events_command(
+    command_class: type[click.Command],
+    verbosity_options: Callable[[Callable], Callable],
+    verbosity: Callable[[bool, bool], int],
+) -> click.Command:
+    """The ``events`` command, made with the command class and verbosity options of
+    :mod:`bpvideo._cli` (handed over: this module does not import it back)."""
+
+    @click.command(cls=command_class, epilog=EVENTS_EPILOG)
+    @click.argument("outdir", metavar="OUTDIR")
+    @_event_options
+    @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON on stdout.")
+    @verbosity_options
+    def events(
+        outdir: str,
+        as_json: bool,
+        verbose: bool,
+        quiet: bool,
+        debug: bool,
+        logfile: str | None,
+        **options: Any,
+    ) -> None:
+        """Find the events of OUTDIR (an output of `bpvideo separate`) again, from its masks.
+
+        Prints the path of events.csv on stdout (or, with --json, the events).
+        """
+        from pathlib import Path
+
+        from bpvideo.io.rederive import rederive
+
+        configure_logging(verbosity(verbose, quiet), logfile)
+        given = {k: v for k, v in options.items() if v is not None and v != ()}
+        summary = rederive(outdir, **given)
+        if as_json:
+            click.echo(json.dumps(summary["events"], indent=2))
+        else:
+            click.echo(str(Path(outdir) / "events.csv"))
+
+    return events

@@ -1,0 +1,202 @@
+"""Regions of the picture where foreground is reported (``--roi``, ``--exclude``).
+
+A region spec is a polygon ``"x1,y1 x2,y2 x3,y3 ..."`` in pixels of the input, or the
+path of a mask image (non-zero inside). Specs are parsed here and polygons rasterised;
+mask images are read by the caller (:mod:`bpvideo.io.regions`), this module does no I/O.
+The reported region is the union of the ``--roi`` regions (the whole picture when there
+is none) minus the union of the ``--exclude`` regions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError
+
+__all__ = [
+    "Polygon",
+    "image_specs_to",
+    "parse_region",
+    "rasterise_polygon",
+    "region_of",
+    "reported_region",
+]
+
+#: Corners a polygon may have (a bound on what a typed spec may cost).
+MAX_CORNERS = 10_000
+_NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_POINT = re.compile(rf"^({_NUMBER}),({_NUMBER})$")
+
+
+@dataclass(frozen=True)
+class Polygon:
+    """A polygon in pixels of the input.
+
+    Attributes
+    ----------
+    points : (n, 2) float ndarray
+        Corners ``(x, y)``: x to the right, y down, pixel centres at integers.
+    """
+
+    points: np.ndarray
+
+
+def _looks_like_polygon(text: str) -> bool:
+    """Starts with a corner ``x,y`` (no image is named so), or holds only corner text."""
+    return bool(re.match(r"\s*[-+]?[0-9.]+\s*,", text)) or (
+        bool(re.fullmatch(r"[\s0-9.,+-]+", text)) and "," in text
+    )
+
+
+def parse_region(text: str, name: str = "roi") -> Polygon | str:
+    """A polygon, or the path of a mask image (returned as given).
+
+    Parameters
+    ----------
+    text : str
+        ``"x1,y1 x2,y2 x3,y3 ..."`` (three corners or more, pixels of the input), or a path.
+    name : str
+        The option (``roi`` or ``exclude``), for messages.
+
+    Returns
+    -------
+    Polygon or str
+
+    Raises
+    ------
+    InputError
+        A spec that reads as a polygon but is not one (fewer than three corners, a
+        corner that is not ``x,y``).
+
+    Examples
+    --------
+    >>> parse_region("0,0 10,0 10,5").points.tolist()
+    [[0.0, 0.0], [10.0, 0.0], [10.0, 5.0]]
+    >>> parse_region("zones/door.png")
+    'zones/door.png'
+    """
+    if not isinstance(text, str) or not text.strip() or "\0" in text:
+        raise _bad(name, text, "must be a polygon 'x1,y1 x2,y2 x3,y3 ...' or a mask image path")
+    if not _looks_like_polygon(text):
+        return text
+    corners = text.replace(";", " ").split()
+    points = []
+    for corner in corners:
+        match = _POINT.match(corner)
+        if match is None:
+            raise _bad(name, text, f"has a corner {corner!r} that is not x,y (e.g. '10,20')")
+        points.append((float(match.group(1)), float(match.group(2))))
+    if len(points) < 3:
+        raise _bad(name, text, "needs three corners or more: 'x1,y1 x2,y2 x3,y3'")
+    if len(points) > MAX_CORNERS:
+        raise _bad(name, text, f"has more than {MAX_CORNERS} corners")
+    return Polygon(np.asarray(points, dtype=np.float64))
+
+
+def _bad(name: str, value: object, rule: str) -> InputError:
+    return InputError(f"{{{name}=}} {rule}", option=(name, value), rule=rule)
+
+
+def rasterise_polygon(polygon: Polygon, shape: tuple[int, int], scale: float = 1.0) -> np.ndarray:
+    """(H, W) bool: the pixels whose centres lie inside ``polygon`` or on its edges.
+
+    Parameters
+    ----------
+    polygon : Polygon
+        Corners in pixels of the input.
+    shape : (int, int)
+        ``(H, W)`` of the masks.
+    scale : float, default 1
+        Masks' size over the input's (``--scale``): corners are scaled by it.
+
+    Examples
+    --------
+    >>> rasterise_polygon(parse_region("1,1 3,1 3,2 1,2"), (4, 5)).astype(int)
+    array([[0, 0, 0, 0, 0],
+           [0, 1, 1, 1, 0],
+           [0, 1, 1, 1, 0],
+           [0, 0, 0, 0, 0]])
+    """
+    out = np.zeros(shape, dtype=np.uint8)
+    # 8 fractional bits: corners between pixel centres are kept to 1/256 of a pixel
+    pts = np.rint(polygon.points * scale * 256).astype(np.int64)
+    pts = np.clip(pts, -(2**30), 2**30).astype(np.int32)
+    cv2.fillPoly(out, [pts.reshape(-1, 1, 2)], 1, lineType=cv2.LINE_8, shift=8)
+    return out.astype(bool)
+
+
+def reported_region(
+    rois: Sequence[Polygon | np.ndarray],
+    excludes: Sequence[Polygon | np.ndarray],
+    shape: tuple[int, int],
+    scale: float = 1.0,
+) -> np.ndarray | None:
+    """(H, W) bool: where foreground is reported; None when everywhere (no region given).
+
+    Parameters
+    ----------
+    rois, excludes : sequence of Polygon or (H, W) bool ndarray
+        Regions to keep, regions to drop (polygons, or mask images already read and
+        sized to ``shape``).
+    shape : (int, int)
+        ``(H, W)`` of the masks.
+    scale : float, default 1
+        Masks' size over the input's, for polygons.
+
+    Examples
+    --------
+    >>> keep = parse_region("0,0 3,0 3,3 0,3")
+    >>> drop = parse_region("0,0 1,0 1,1 0,1")
+    >>> reported_region([keep], [drop], (4, 4)).astype(int)
+    array([[0, 0, 1, 1],
+           [0, 0, 1, 1],
+           [1, 1, 1, 1],
+           [1, 1, 1, 1]])
+    """
+    if not rois and not excludes:
+        return None
+
+    def raster(region: Polygon | np.ndarray) -> np.ndarray:
+        if isinstance(region, Polygon):
+            return rasterise_polygon(region, shape, scale)
+        if region.shape != tuple(shape):
+            raise ValueError(f"a region mask of {region.shape} for masks of {shape}")
+        return region.astype(bool)
+
+    keep = np.zeros(shape, dtype=bool) if rois else np.ones(shape, dtype=bool)
+    for region in rois:
+        keep |= raster(region)
+    for region in excludes:
+        keep &= ~raster(region)
+    return keep
+
+
+def region_of(
+    rois: Sequence[str],
+    excludes: Sequence[str],
+    shape: tuple[int, int],
+    read_image: Callable[[str, str], np.ndarray],
+    scale: float = 1.0,
+) -> np.ndarray | None:
+    """:func:`reported_region` of specs as typed; ``read_image(path, name)`` gives a mask
+    image's (H, W) bool pixels at ``shape`` (the caller's I/O)."""
+
+    def parsed(specs: Sequence[str], name: str) -> list[Polygon | np.ndarray]:
+        out: list[Polygon | np.ndarray] = []
+        for spec in specs:
+            region = parse_region(spec, name)
+            out.append(read_image(region, name) if isinstance(region, str) else region)
+        return out
+
+    return reported_region(parsed(rois, "roi"), parsed(excludes, "exclude"), shape, scale)
+
+
+def image_specs_to(specs: Sequence[str], name: str, where: Callable[[str], str]) -> tuple[str, ...]:
+    """``specs`` with each mask image path replaced by ``where(path)`` (polygons kept): a
+    config's paths made relative to its folder."""
+    return tuple(where(s) if isinstance(parse_region(s, name), str) else s for s in specs)

@@ -1,0 +1,284 @@
+"""The event outputs of a run, one sink each: ``events.csv`` and ``frames.csv``
+(:class:`EventsSink`), ``overlay.mp4`` (:class:`OverlaySink`), ``clips/`` (:class:`ClipsSink`)
+and ``report.html`` (:class:`ReportSink`).
+
+Each has ``open()``, ``write(block)``, ``close()`` and ``abort()``; a block is a
+:class:`~bpvideo.records.Block` (numbers, frames, background, masks), and every
+file goes to the output's staging folder (committed with the rest, or not at all).
+The events are found by :mod:`bpvideo.events`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from bpvideo.errors import InputError
+from bpvideo.events import Event, EventRecorder, FrameTable, timecode
+from bpvideo.io.clips import cut_clip, keyframe_at
+from bpvideo.io.event_report import draw_foreground, report_html
+from bpvideo.io.event_stream import EventStream, event_options, events_csv, frame_times
+from bpvideo.io.outputs import OutputDir, atomic_write_bytes
+from bpvideo.io.regions import region_mask
+from bpvideo.io.writers import VideoStream
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bpvideo.io.sources import FrameSource
+    from bpvideo.records import Block
+    from bpvideo.settings import SeparateSettings
+
+__all__ = [
+    "ClipsSink",
+    "EventsSink",
+    "OverlaySink",
+    "ReportSink",
+    "TableSink",
+    "event_output_names",
+    "event_sinks",
+    "report_facts",
+]
+
+logger = logging.getLogger("bpvideo")
+
+
+def event_output_names(settings: SeparateSettings) -> dict[str, str]:
+    """summary.json's ``outputs`` of the event sinks, by role."""
+    names = {"events": "events.csv", "frames": "frames.csv", "report": "report.html"}
+    if settings.overlay:
+        names["overlay"] = "overlay.mp4"
+    if settings.clips:
+        names["clips"] = "clips/event_%04d.mp4"
+    return names
+
+
+class EventsSink:
+    """``events.csv`` and ``frames.csv`` (:class:`~bpvideo.io.event_stream.EventStream`:
+    memory bounded); :attr:`events` once closed.
+
+    Parameters
+    ----------
+    outdir : OutputDir
+        The output directory (entered).
+    source : FrameSource
+        The frames (size, rate, mask numbers).
+    settings : SeparateSettings
+        The event options, regions and ``step``.
+    """
+
+    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> None:
+        self.outdir = outdir
+        self.source = source
+        self.fps = source.fps * settings.step  # the input's own rate: times of mask numbers
+        region = region_mask(settings.roi, settings.exclude, (source.height, source.width),
+                             settings.scale)  # fmt: skip
+        self.stream = EventStream(outdir.stage("frames.csv"), self.fps, region, settings)
+        self.events: list[Event] = []
+        self.last_rows = FrameTable.empty()
+
+    def open(self) -> None:
+        """Nothing to start."""
+
+    def write(self, block: Block) -> None:
+        """Count a block's masks."""
+        numbers = [self.source.mask_number(n) for n in block.numbers]
+        self.last_rows = self.stream.add(numbers, block.masks, block.frames)
+
+    def close(self) -> None:
+        """Find the last events; stage ``events.csv`` (``frames.csv`` is written)."""
+        self.events = self.stream.finish()
+        atomic_write_bytes(self.outdir.stage("events.csv"), events_csv(self.events))
+
+    def abort(self) -> None:
+        """Close ``frames.csv``."""
+        self.stream.abort()
+
+    def rows(self) -> list[dict[str, Any]]:
+        """summary.json's ``"events"``."""
+        return [e.row() for e in self.events]
+
+
+class OverlaySink:
+    """``overlay.mp4``: each input frame with its foreground tinted, blobs boxed, the time."""
+
+    def __init__(self, outdir: OutputDir, events: EventsSink, settings: SeparateSettings) -> None:
+        self.events = events
+        self.stream = VideoStream(outdir.stage("overlay.mp4"), events.source.fps,
+                                  crf=settings.crf, preset=settings.preset)  # fmt: skip
+
+    def open(self) -> None:
+        """Start the encoder."""
+        self.stream.open((self.events.source.height, self.events.source.width, 3))
+
+    def write(self, block: Block) -> None:
+        """Queue the block's frames, drawn (after :meth:`EventsSink.write` of the block)."""
+        times = self.events.last_rows.times
+        drawn = zip(block.frames, block.masks, times, strict=True)
+        self.stream.write([draw_foreground(f, m, timecode(t)) for f, m, t in drawn])
+
+    def close(self) -> None:
+        """Finish the video."""
+        self.stream.end()
+        self.stream.close()
+
+    def abort(self) -> None:
+        """Stop the encoder."""
+        self.stream.abort()
+
+
+class ClipsSink:
+    """``clips/event_0001.mp4`` ...: the input's frames of each event (padding included),
+    cut from a video file by ffmpeg (:func:`~bpvideo.io.clips.cut_clip`: a stream copy
+    where the event starts on a keyframe), encoded from the frames of a folder."""
+
+    def __init__(self, outdir: OutputDir, events: EventsSink, settings: SeparateSettings) -> None:
+        if not os.path.exists(events.source.name):  # stdin ("stdin")
+            raise InputError(
+                "{clips} cuts the events from the input, which stdin cannot give twice: "
+                "save the stream to a file first, or drop {clips}",
+                option=("clips", True),
+            )
+        self.folder = outdir.stage("clips")
+        self.events = events
+        self.settings = settings
+        #: Clips made by stream copy and by encoding: {"copy": n, "encode": m}.
+        self.made: dict[str, int] = {}
+
+    def open(self) -> None:
+        """Make the folder (an empty one says: no event)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def write(self, block: Block) -> None:
+        """Nothing: the clips are cut once the events are known."""
+
+    def close(self) -> None:
+        """Cut one clip per event (after :meth:`EventsSink.close`)."""
+        from bpvideo.io.sources import open_source
+
+        sink = self.events
+        native = sink.fps
+        folder = sink.source.numbering == "name"
+        encoder = {"crf": self.settings.crf, "preset": self.settings.preset}
+        origin = None if folder or not sink.events else keyframe_at(sink.source.name, 0.0)
+        for e in sink.events:
+            out = self.folder / f"event_{e.event:04d}.mp4"
+            first = round(e.start_seconds * native)
+            count = max(1, round((e.end_seconds - e.start_seconds) * native))
+            if not folder:
+                name = sink.source.name
+                how = cut_clip(name, out, first, count, native, origin=origin, **encoder)
+                self.made[how] = self.made.get(how, 0) + 1
+                continue
+            start = sink.source.start + e.first * self.settings.step
+            source = open_source(sink.source.name, start=start, frames=count, fps=native)
+            stream = VideoStream(out, native, crf=self.settings.crf, preset=self.settings.preset)
+            try:
+                stream.write(frame for _, frame in source.frames)
+                stream.end()
+                stream.close()
+            except BaseException:
+                stream.abort()
+                raise
+            finally:
+                source.close()
+            self.made["encode"] = self.made.get("encode", 0) + 1
+        if self.made:
+            logger.info(
+                "clips: %s", ", ".join(f"{n} by {how}" for how, n in sorted(self.made.items()))
+            )
+
+    def abort(self) -> None:
+        """Nothing runs between blocks."""
+
+
+class ReportSink:
+    """``report.html`` (after :meth:`EventsSink.close` and ``background.png``)."""
+
+    def __init__(self, outdir: OutputDir, events: EventsSink, settings: SeparateSettings) -> None:
+        self.outdir = outdir
+        self.events = events
+        self.settings = settings
+
+    def open(self) -> None:
+        """Nothing to start."""
+
+    def write(self, block: Block) -> None:
+        """Nothing: :class:`EventsSink` keeps the thumbnails."""
+
+    def close(self) -> None:
+        """Stage ``report.html``."""
+        sink = self.events
+        still = self.outdir.stage("background.png")
+        page = report_html(
+            title=sink.source.name,
+            series=sink.stream.series.arrays(),
+            events=sink.events,
+            thumbs=sink.stream.thumbs.of(sink.events),
+            background_png=still.read_bytes() if still.is_file() else None,
+            settings=self.settings.to_dict(),
+            facts=report_facts(
+                sink.source.name,
+                sink.stream.frames,
+                sink.source.width,
+                sink.source.height,
+                sink.source.fps,
+            ),
+        )
+        atomic_write_bytes(self.outdir.stage("report.html"), page.encode())
+
+    def abort(self) -> None:
+        """Nothing to stop."""
+
+
+class TableSink:
+    """The frame table and events of :func:`bpvideo.separate` (arrays: the table is kept
+    whole, as the masks are).
+
+    Parameters
+    ----------
+    source : FrameSource
+        The frames (rate, mask numbers).
+    settings : SeparateSettings
+        The event options, regions and ``step``.
+    """
+
+    def __init__(self, source: FrameSource, settings: SeparateSettings) -> None:
+        self.source = source
+        fps = source.fps * settings.step
+        region = region_mask(settings.roi, settings.exclude, (source.height, source.width),
+                             settings.scale)  # fmt: skip
+        self.recorder = EventRecorder(fps, region, **event_options(settings))
+        self.table = FrameTable.empty()
+        self.events: list[Event] = []
+
+    def open(self) -> None:
+        """Nothing to start."""
+
+    def write(self, block: Block) -> None:
+        """Count a block's masks."""
+        numbers = [self.source.mask_number(n) for n in block.numbers]
+        self.recorder.add(numbers, frame_times(numbers, self.recorder.fps), block.masks)
+
+    def close(self) -> None:
+        """Find the events."""
+        self.table, self.events = self.recorder.finish()
+
+    def abort(self) -> None:
+        """Nothing to stop."""
+
+
+def report_facts(name: str, frames: int, width: int, height: int, fps: float) -> dict[str, Any]:
+    """The table above the report's plot."""
+    return {"input": name, "frames": frames, "size": f"{width}x{height}", "fps": round(fps, 3)}
+
+
+def event_sinks(outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> list[Any]:
+    """The event sinks of a run, in the order they are closed: events first."""
+    events = EventsSink(outdir, source, settings)
+    sinks: list[Any] = [events]
+    if settings.overlay:
+        sinks.append(OverlaySink(outdir, events, settings))
+    if settings.clips:
+        sinks.append(ClipsSink(outdir, events, settings))
+    sinks.append(ReportSink(outdir, events, settings))
+    return sinks
