@@ -171,3 +171,13 @@ def test_the_plot_series_keeps_each_buckets_largest_share_within_its_limit():
         first = round(start * 25)
         assert first == i * series.bucket
         assert s[i] == shares[first : first + series.bucket].max()
+
+
+def test_a_region_image_of_another_size_is_refused_before_any_output(clip: Path, tmp_path: Path):
+    from bpvideo.errors import InputError
+
+    cv2.imwrite(str(tmp_path / "small.png"), np.full((10, 10), 255, np.uint8))
+    message = r"small.png: the roi image is 10x10 but the frames are 48x36: give an image"
+    with pytest.raises(InputError, match=message):
+        separate_file(clip, tmp_path / "out", roi=str(tmp_path / "small.png"))
+    assert not (tmp_path / "out").exists()
