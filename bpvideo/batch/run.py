@@ -34,7 +34,7 @@ from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.pool import GRACE, WorkerPool
 from bpvideo.batch.report import BatchReport, Progress, format_table, read_report
 from bpvideo.errors import BpvideoError, InputError, Terminated
-from bpvideo.io.guard import Access, check_jobs
+from bpvideo.io.guard import Access, check_jobs, logfile_access
 from bpvideo.io.outputs import signals_deferred
 from bpvideo.settings import REPORT_SUFFIX
 
@@ -301,6 +301,9 @@ class BatchOptions:
     resume: bool = False
     dry_run: bool = False
     progress: bool = True
+    #: ``--logfile``: checked by the guard like the report, then ``checked`` is called
+    logfile: str | None = None
+    checked: Callable[[], None] | None = None
 
 
 def report_path(config: BatchConfig, options: BatchOptions) -> Path:
@@ -349,8 +352,10 @@ def run_batch(
     check_jobs(
         ((job.input, job.output, job.make_settings()) for job in config.jobs),
         reads=[Access(config.path, "the config")],
-        writes=[Access(path, "the report", "--report")],
+        writes=[Access(path, "the report", "--report"), *logfile_access(options.logfile)],
     )
+    if options.checked is not None:  # the paths are checked: the log file may be opened
+        options.checked()
     report = BatchReport(config, path)
     todo = _todo(config, report, options)
     skipped = len(config.jobs) - len(todo)

@@ -25,9 +25,11 @@ __all__ = [
     "check_access",
     "check_jobs",
     "check_usable",
+    "config_reads",
     "folder_reads",
     "groundtruth_reads",
     "input_reads",
+    "logfile_access",
     "separate_access",
 ]
 
@@ -223,6 +225,20 @@ def separate_access(
         option = ("masks_to", settings.masks_to)
         writes.append(Access(Path(settings.masks_to), "{masks_to}", "{masks_to}", option))
     return reads, writes
+
+
+def logfile_access(logfile: str | os.PathLike | None) -> list[Access]:
+    """``--logfile``, a path written (appended to) like any output: it may not be an input,
+    the config, or an output of the run."""
+    if logfile is None:
+        return []
+    option = ("logfile", os.fspath(logfile))
+    return [Access(Path(logfile), "{logfile}", "{logfile}", option)]
+
+
+def config_reads(path: str | os.PathLike | None, what: str) -> list[Access]:
+    """A defaults file or a batch config: read, so no path written may be it."""
+    return [] if path is None else [Access(Path(path), what)]
 
 
 def _is_span(settings: Any) -> bool:
