@@ -19,7 +19,9 @@ folder is removed, and OUTDIR too when this run created it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -51,6 +53,9 @@ logger = logging.getLogger("bpvideo")
 
 SUMMARY = "summary.json"
 STAGING_PREFIX = ".bpvideo-partial-"
+#: The lock file of a run writing OUTDIR (flock, released and removed when the run ends):
+#: a second run into the same OUTDIR at the same time is refused.
+LOCK_NAME = ".bpvideo-lock"
 #: Names a complete result may hold (used to refuse overwriting without --overwrite).
 OUTPUT_NAMES = (
     SUMMARY,
@@ -236,6 +241,7 @@ class OutputDir:
         self.staging: Path | None = None
         self._created: list[Path] = []
         self._beside: list[tuple[Path, Path]] = []  # (staged, final) outside OUTDIR
+        self._lock: int | None = None  # the open lock file while this run writes OUTDIR
 
     def check(self) -> None:
         """Refuse unusable output directories before any work starts.
@@ -252,13 +258,7 @@ class OutputDir:
                 p, f"{q}: output path is a file, not a directory: choose another {{output}}"
             )
         if p.is_dir():
-            existing = [name for name in OUTPUT_NAMES if (p / name).exists()]
-            if existing and not self.overwrite:
-                raise _refused(
-                    p,
-                    f"{q}: already holds results ({', '.join(existing)}): pass "
-                    "{overwrite=True} to replace them or choose another {output}",
-                )
+            self._check_results()
         ancestor = self._ancestor()
         if not ancestor.is_dir():
             raise _refused(
@@ -278,6 +278,50 @@ class OutputDir:
                 p, f"{q}: cannot write in {where} ({exc.strerror}): choose another {{output}}"
             ) from None
 
+    def _check_results(self) -> None:
+        """Refuse an OUTDIR that holds results, unless ``overwrite``."""
+        existing = [name for name in OUTPUT_NAMES if (self.path / name).exists()]
+        if existing and not self.overwrite:
+            raise _refused(
+                self.path,
+                f"{literal(self.path)}: already holds results ({', '.join(existing)}): pass "
+                "{overwrite=True} to replace them or choose another {output}",
+            )
+
+    def _take_lock(self) -> None:
+        """Lock OUTDIR for this run (an exclusive ``flock`` on :data:`LOCK_NAME`), or refuse
+        it when another run holds the lock; then check again for results (another run may
+        have finished since :meth:`check`)."""
+        path = self.path / LOCK_NAME
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise _refused(
+                    self.path,
+                    f"{literal(self.path)}: another bpvideo run is writing it now: wait for "
+                    "it to end or choose another {output}",
+                ) from None
+            try:  # the file a run that just ended removed is no lock: take the new one
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._lock = fd
+                break
+            os.close(fd)
+        self._check_results()
+
+    def _release_lock(self) -> None:
+        """Remove the lock file, then release it (a run waiting on it takes a new one)."""
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                (self.path / LOCK_NAME).unlink()
+            os.close(self._lock)
+            self._lock = None
+
     def _ancestor(self) -> Path:
         """The nearest existing folder on the way to OUTDIR (OUTDIR itself when it exists)."""
         ancestor = self.path
@@ -296,6 +340,7 @@ class OutputDir:
         try:
             with signals_deferred():  # __exit__ does not run if __enter__ is interrupted
                 self.path.mkdir(parents=True, exist_ok=True)
+                self._take_lock()
                 remove_stale_staging(self.path)
                 self.staging = Path(
                     tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.path)
@@ -360,6 +405,7 @@ class OutputDir:
             COMMITTED.append(self.path)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
+        self._release_lock()
 
     def discard(self) -> None:
         """Remove the staging folder, and OUTDIR when this run created it and it is empty."""
@@ -369,6 +415,7 @@ class OutputDir:
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging = None
+        self._release_lock()
         self._remove_created(self._created)
 
     @staticmethod
@@ -382,6 +429,7 @@ class OutputDir:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self.staging is not None:
             self.discard()
+        self._release_lock()
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             # A closed stdout (--masks-to -) is not a write failure: the CLI ends quietly.
             raise write_failure(self.path, exc) from exc
