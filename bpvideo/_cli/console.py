@@ -320,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:  # ``bpvideo`` alone: its help, as is
+        click.echo(exc.format_message(), err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -216,7 +217,8 @@ def _windows(
     state = _Carry()
     if isinstance(empty_scene, np.ndarray):
         state.give(empty_scene, _frame_shape(source, settings), plan.solve_scale)
-    frames = source.frames
+    read = [0]  # frames taken from the source: more than a window's when read ahead
+    frames = _counted(source.frames, read)
     if spool is not None:  # (number, index in the spool): written to disk as they come
         frames = ((number, spool.add(frame)) for number, frame in frames)
     chunks = chunk_windows(
@@ -233,9 +235,10 @@ def _windows(
         video = _window_video(source, settings, plan, chunk, new_from, state, index, spool)
         del chunk
         if index == 0:
-            _log_read(source, settings, plan, video, clock)
+            _log_read(source, settings, plan, video, clock, read[0])
         t = time.perf_counter()
         if progress is not None:
+            progress.start_window(index + 1)
             progress.enter("solve")
         if warm is not None:
             warm.join()
@@ -412,11 +415,23 @@ def _finish(
                   index=index, report=report, clock=clock)  # fmt: skip
 
 
+def _counted(frames: Iterator[Any], count: list[int]) -> Iterator[Any]:
+    """``frames``, counted in ``count[0]`` as they are taken."""
+    for item in frames:
+        count[0] += 1
+        yield item
+
+
 def _log_read(
-    source: FrameSource, settings: SeparateSettings, plan: Plan, video: Video, clock: Stopwatch
+    source: FrameSource,
+    settings: SeparateSettings,
+    plan: Plan,
+    video: Video,
+    clock: Stopwatch,
+    read: int,
 ) -> None:
-    n = video.n_frames
-    windowed = plan.window is not None and n == plan.window  # else read-ahead found it all
+    n = read  # all the frames read so far, the first window's and those read ahead
+    windowed = plan.window is not None and video.n_frames == plan.window  # else: all of it
     memory = "" if plan.memory is None else f"; memory {plan.memory / 2**20:.0f} MiB at most"
     logger.info(
         "read %d frames of %dx%d from %s (%.2fs)%s%s",
@@ -439,21 +454,26 @@ def _log_window(
     assert report is not None
     if window.index > 0 or (plan.window is not None and report.frames == plan.window):
         logger.info(
-            "window %d: frames %d-%d, %d iterations, converged=%s, residual %.3g (%.2fs)",
+            "window %d: frames %d-%d, %s, converged=%s, residual %.3g (%.2fs)",
             window.index + 1,
             report.first_frame + 1,
             report.first_frame + report.new_frames,
-            result.iterations,
+            _iterations(result.iterations),
             result.converged,
             result.residual,
             time.perf_counter() - t_read,
         )
     else:
         logger.info(
-            "%s: %d iterations, converged=%s, residual %.3g (%.2fs)",
+            "%s: %s, converged=%s, residual %.3g (%.2fs)",
             result.method,
-            result.iterations,
+            _iterations(result.iterations),
             result.converged,
             result.residual,
             clock.seconds["solve"],
         )
+
+
+def _iterations(n: int) -> str:
+    """``1 iteration``, ``14 iterations``."""
+    return f"{n} iteration{'' if n == 1 else 's'}"
