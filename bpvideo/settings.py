@@ -31,10 +31,10 @@ from bpvideo.errors import InputError
 __all__ = [
     "DEVICES",
     "EXCLUSIVE",
-    "OVERRIDES",
     "MASK_RULES",
     "METHODS",
     "OPTION_GROUPS",
+    "OVERRIDES",
     "TIME_FORMS",
     "X264_PRESETS",
     "SeparateSettings",
