@@ -290,6 +290,7 @@ def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -
         pix_fmt=settings.pix_fmt,
         stdin=stdin,
         allow_partial=settings.allow_partial,
+        allow_references=settings.allow_references,
     )
 
 
@@ -309,7 +310,8 @@ def _learned(
     start, end = parse_span(settings.learn) if settings.learn is not None else (0, None)
     count = None if end is None else -(-(end - start) // settings.step)
     source = open_source(path, start=start, frames=count, step=settings.step,
-                         scale=settings.scale, allow_partial=settings.allow_partial)  # fmt: skip
+                         scale=settings.scale, allow_partial=settings.allow_partial,
+                         allow_references=settings.allow_references)  # fmt: skip
     try:
         t = time.perf_counter()
         learned = learn(source, settings, callback=callback)

@@ -218,6 +218,12 @@ class SeparateSettings:
         "Keep the frames read from a truncated or damaged video instead of failing "
         '(summary.json then says "partial": true).',
     )
+    allow_references: bool = option(
+        False,
+        "bool",
+        "Read an input that names other files (an HLS playlist, an ffconcat list...): "
+        "ffmpeg then reads the local files it names.",
+    )
     # --- observation mask ----------------------------------------------------------------
     mask: str | None = option(
         None,
@@ -617,7 +623,7 @@ def option_specs() -> list[tuple[str, Any, Spec]]:
 #: The sections of ``bpvideo separate --help``: every option is in one, in this order.
 OPTION_GROUPS: dict[str, tuple[str, ...]] = {
     "Input": ("start", "frames", "end", "duration", "step", "scale", "gray", "fps", "size",
-              "pix_fmt", "allow_partial"),
+              "pix_fmt", "allow_partial", "allow_references"),
     "Solver": ("method", "rank", "sparsity", "max_iter", "tol", "solve_scale", "window",
                "overlap", "gamma", "a", "b", "init", "sweeps", "mask", "observe", "seed",
                "learn", "learn_from", "background_from", "absorb", "device"),

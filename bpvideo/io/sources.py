@@ -38,7 +38,7 @@ import numpy as np
 
 from bpvideo.errors import InputError, literal
 from bpvideo.io import _ffmpeg
-from bpvideo.io.headers import check_rate, image_size
+from bpvideo.io.headers import check_rate, decode_image, image_size
 from bpvideo.io.pipes import open_pipe
 from bpvideo.io.stream import (
     FrameSource,
@@ -170,11 +170,19 @@ def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
     return list(range(len(files))), "index"
 
 
-def _video_info(path: Path) -> VideoProbe:
+def _video_info(path: Path, references: bool = False) -> VideoProbe:
     """The :class:`VideoProbe` of a video file (libavformat's fields, see
     :func:`bpvideo.io._ffmpeg.probe`)."""
     try:
-        found = _ffmpeg.probe(path)
+        found = _ffmpeg.probe(path, references)
+    except _ffmpeg.ReferencesError as exc:
+        kind = f" ({exc.demuxer})" if exc.demuxer else ""
+        raise InputError(
+            f"{literal(path)}: is a playlist or a list of other files{kind}, which would make "
+            "ffmpeg read the files it names: give a video file, or pass {allow_references} "
+            "if you trust the list",
+            option=("allow_references", True),
+        ) from None
     except OSError as exc:
         raise InputError(
             f"{path}: cannot be decoded as a video ({exc}): check the file, or re-encode it "
@@ -191,7 +199,7 @@ def _read_frame(file: Path, width: int, height: int) -> np.ndarray:
         raise InputError(f"{file}: cannot be read as an image: remove or replace it")
     if sorted(size) != sorted((width, height)):  # (the EXIF orientation may turn it)
         raise _other_size(file, *size, width, height)
-    image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+    image = decode_image(file, cv2.IMREAD_COLOR)
     if image is None:
         raise InputError(f"{file}: cannot be read as an image: remove or replace it")
     if image.shape[:2] != (height, width):
@@ -206,13 +214,15 @@ def _other_size(file: Path, w: int, h: int, width: int, height: int) -> InputErr
     )
 
 
-def probe(path: str | os.PathLike) -> VideoProbe:
+def probe(path: str | os.PathLike, references: bool = False) -> VideoProbe:
     """Find the kind, size, frame rate and length of a source without decoding it all.
 
     Parameters
     ----------
     path : str or path-like
         A video file or an image folder.
+    references : bool, default False
+        Allow a playlist or list of files (see :data:`bpvideo.io._ffmpeg.REFERENCING`).
 
     Returns
     -------
@@ -252,7 +262,7 @@ def probe(path: str | os.PathLike) -> VideoProbe:
             f"{p}: is a single image, but separation needs many frames: give a video or a "
             "folder of frames"
         )
-    return _video_info(p)
+    return _video_info(p, references)
 
 
 def iter_frames(
@@ -374,6 +384,7 @@ def open_source(
     pix_fmt: str = "gray",
     stdin: BinaryIO | None = None,
     allow_partial: bool = False,
+    allow_references: bool = False,
 ) -> FrameSource:
     """Open a video file, image folder or stdin (``"-"``) as a :class:`FrameSource`.
 
@@ -406,6 +417,8 @@ def open_source(
     allow_partial : bool, default False
         On a truncated or damaged video, end the stream at the damage (and set
         ``source.partial``) instead of raising :class:`TruncatedVideoError`.
+    allow_references : bool, default False
+        Read a playlist or list of other files (HLS, ffconcat...: refused otherwise).
 
     Returns
     -------
@@ -425,7 +438,7 @@ def open_source(
         selected = select_frames(raw, start, frames, step)
     else:
         check_input_name(path)
-        info = probe(path)
+        info = probe(path, allow_references)
         w, h = info.width, info.height
         frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
         native = info.fps if info.kind == "video" or fps is None else fps
@@ -434,7 +447,9 @@ def open_source(
         count = selected_count(info.frame_count, start, frames, step)
         source = FrameSource(str(path), w, h, float(rate), count, (w, h), iter(()),
                              numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
-        decoder = _ffmpeg.decode(path, w, h) if info.kind == "video" else None
+        decoder = None
+        if info.kind == "video":
+            decoder = _ffmpeg.decode(path, w, h, references=allow_references)
         selected = iter_frames(
             path, start=start, frames=frames, step=step, info=info, decoder=decoder
         )

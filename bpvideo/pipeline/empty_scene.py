@@ -181,7 +181,8 @@ def reopen_array(frames: Any, settings: SeparateSettings):
     def reopen(start: int, end: int | None) -> FrameSource:
         sel = _selection(settings, start, end)
         return open_frames(frames, start=sel["start"], count=sel["count"], step=sel["step"],
-                           scale=sel["scale"], fps=settings.fps)  # fmt: skip
+                           scale=sel["scale"], fps=settings.fps,
+                           allow_references=settings.allow_references)  # fmt: skip
 
     return reopen
 
@@ -194,6 +195,7 @@ def reopen_file(input: str, settings: SeparateSettings):
     def reopen(start: int, end: int | None) -> FrameSource:
         sel = _selection(settings, start, end)
         return open_source(input, start=sel["start"], frames=sel["count"], step=sel["step"],
-                           scale=sel["scale"], fps=settings.fps)  # fmt: skip
+                           scale=sel["scale"], fps=settings.fps,
+                           allow_references=settings.allow_references)  # fmt: skip
 
     return reopen

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
 import pytest
 
 from bpvideo.io.writers import write_video
@@ -57,3 +58,60 @@ def test_two_runs_into_one_outdir(clip: Path, tmp_path: Path) -> None:
     assert_one_error_line(results[1], 2, "out", "(another bpvideo run|already holds)")
     assert "summary.json" in output_files(out)
     assert not [f for f in output_files(out) if f.startswith(".bpvideo")]
+
+
+# --- security: inputs that name other inputs ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("cam.m3u8", "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n{clip}\n#EXT-X-ENDLIST\n"),
+        ("cam.mp4", "ffconcat version 1.0\nfile {clip.name}\n"),
+        ("cam.avi", "ffconcat version 1.0\nfile '{clip}'\nfile '/etc/hostname'\n"),
+    ],
+    ids=["hls", "ffconcat-as-mp4", "ffconcat-outside"],
+)
+def test_lists_of_files_are_refused(
+    run_cli, clip: Path, tmp_path: Path, name: str, text: str
+) -> None:
+    listed = tmp_path / name
+    listed.write_text(text.format(clip=clip))
+    res = run_cli("separate", listed, "-o", tmp_path / "out")
+    assert_one_error_line(res, 2, rf"{name}: is a playlist or a list of other files",
+                          "--allow-references")  # fmt: skip
+    assert not (tmp_path / "out").exists()
+    for option in ("--mask", "--learn-from"):  # the same rule for every input
+        res = run_cli("separate", clip, "-o", tmp_path / "out", option, listed)
+        assert res.code == 2 and "list of other files" in res.err, res.err
+    res = run_cli("separate", listed, "-o", tmp_path / "out", "--allow-references", "-q")
+    if name == "cam.mp4":  # (the others announce another length, or name no video)
+        assert res.code == 0, res.err
+
+
+# --- crashes: names OpenCV cannot take ---------------------------------------------------
+
+
+def test_names_in_an_ascii_locale_and_not_utf8(clip: Path, tmp_path: Path) -> None:
+    """Accented names with an ASCII file-system encoding, and names whose bytes are not
+    UTF-8: a video, a folder of frames, an output; never a crash in OpenCV."""
+    root = os.fsencode(str(tmp_path))
+    video = root + "/caméra.mkv".encode()
+    os.link(clip, video)
+    raw = root + b"/cl\xffip.mkv"
+    os.link(clip, raw)
+    folder = root + b"/fr\xe9mes"
+    os.mkdir(folder)
+    for i, frame in enumerate(tiny_frames(n=12)[0], start=1):
+        (Path(os.fsdecode(folder)) / f"in{i:06d}.png").write_bytes(
+            cv2.imencode(".png", frame)[1].tobytes()
+        )
+    ascii_env = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    for k, name in enumerate((video, raw, folder)):
+        out = root + f"/sortié{k}".encode()
+        for env in (ascii_env, {}):
+            proc = subprocess.run([sys.executable, "-m", "bpvideo", "separate", name, "-o", out,
+                                   "-q", "--overwrite"], capture_output=True,
+                                  env=child_env(**env), timeout=120, check=False)  # fmt: skip
+            assert proc.returncode == 0, (name, env, proc.stderr)
+            assert os.path.exists(out + b"/summary.json")
