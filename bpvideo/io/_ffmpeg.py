@@ -25,14 +25,18 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bpvideo.io.frame_times import Timestamps, data_end, passthrough_options
+
 __all__ = [
     "REFERENCING",
+    "Decoding",
     "Probe",
     "ReferencesError",
+    "data_end_of",
     "decode",
     "enlarge_pipe",
     "executable",
@@ -338,29 +342,79 @@ def decode(
 
     Returns
     -------
-    generator of bytes
-        One frame per item, in decoding order. Closing it (or reading to the end) stops
-        ffmpeg. Raises RuntimeError on a frame cut short or a decoding error (the message
-        holds ffmpeg's last line).
+    Decoding
+        An iterator of bytes: one frame per item, in decoding order, every frame as the
+        stream holds it (a variable frame rate is passed through); its ``times`` give
+        each frame's timestamp. Closing it (or reading to the end) stops ffmpeg. Raises
+        RuntimeError on a frame cut short or a decoding error (the message holds
+        ffmpeg's last line).
     """
-    with opened_name(path) as name:
-        cmd = [
-            executable(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
-            *input_options(references), "-i", "file:" + name, "-map", "0:V:0", "-an", "-sn",
-            "-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{width}x{height}", "pipe:1",
-        ]  # fmt: skip
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=_fd_of("file:" + name),
-            **no_sigint(),
-        )
+    ffmpeg = executable()
+    read_end, write_end = os.pipe()
+    try:
+        with opened_name(path) as name:
+            cmd = [
+                ffmpeg, "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
+                *input_options(references), "-i", "file:" + name, "-map", "0:V:0", "-an",
+                "-sn", *passthrough_options(ffmpeg, write_end), "-f", "rawvideo", "-pix_fmt",
+                pix_fmt, "-s", f"{width}x{height}", "pipe:1",
+            ]  # fmt: skip
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(write_end, *_fd_of("file:" + name)),
+                **no_sigint(),
+            )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)  # the child's copy stays open: its end of file ends the thread
     enlarge_pipe(proc.stdout)
     log = _Stderr(proc.stderr)
     bpp = 1 if pix_fmt == "gray" else 3
-    return _frames(proc, log, width * height * bpp)
+    frames = _frames(proc, log, width * height * bpp)
+    return Decoding(frames, Timestamps(read_end), lambda: _stop(proc, log))
+
+
+class Decoding:
+    """The frames of :func:`decode` (an iterator of bytes) and their times.
+
+    Attributes
+    ----------
+    times : Timestamps
+        ``times.time(i)``: seconds of frame ``i`` from the first frame (None if unknown).
+    """
+
+    def __init__(
+        self, frames: Iterator[bytes], times: Timestamps, stop: Callable[[], None]
+    ) -> None:
+        self._frames = frames
+        self.times = times
+        self._stop = stop
+
+    def __iter__(self) -> Decoding:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._frames)
+
+    def close(self) -> None:
+        """Stop ffmpeg (also when no frame was read: the generator never started)."""
+        self._frames.close()  # type: ignore[attr-defined]
+        self._stop()
+
+
+def data_end_of(path: str | os.PathLike, references: bool = False) -> float | None:
+    """:func:`~bpvideo.io.frame_times.data_end` of a file (None when unknown)."""
+    try:
+        with opened_name(path) as name:
+            url = "file:" + name
+            return data_end(executable(), url, input_options(references), _fd_of(url))
+    except OSError:
+        return None
 
 
 def _frames(proc: subprocess.Popen, log: _Stderr, size: int) -> Iterator[bytes]:

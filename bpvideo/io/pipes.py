@@ -241,6 +241,8 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
         "pipe",
         "-i",
         "pipe:0",
+        "-fps_mode",  # every frame as it is: a variable rate is not filled with copies
+        "passthrough",
         "-f",
         "yuv4mpegpipe",
         "-pix_fmt",

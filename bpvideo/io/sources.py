@@ -106,6 +106,7 @@ class VideoProbe:
     files: list[Path] = field(default_factory=list)
     numbers: list[int] = field(default_factory=list)
     numbering: str = "index"
+    references: bool = False
 
 
 def short_read_tolerance(expected: int) -> int:
@@ -189,7 +190,8 @@ def _video_info(path: Path, references: bool = False) -> VideoProbe:
             "with ffmpeg -i IN -c:v libx264 OUT.mp4"
         ) from None
     fps = DEFAULT_FOLDER_FPS if found.fps is None else found.fps
-    return VideoProbe("video", found.width, found.height, fps, found.frame_count)
+    return VideoProbe("video", found.width, found.height, fps, found.frame_count,
+                      references=references)  # fmt: skip
 
 
 def _read_frame(file: Path, width: int, height: int) -> np.ndarray:
@@ -273,6 +275,7 @@ def iter_frames(
     step: int = 1,
     info: VideoProbe | None = None,
     decoder: Iterator[bytes] | None = None,
+    times: dict[int, float] | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
 
@@ -287,6 +290,9 @@ def iter_frames(
     decoder : iterator of bytes, optional
         An ffmpeg decoding ``path`` from its first frame, already started
         (:func:`bpvideo.io._ffmpeg.decode`); closed with this iterator.
+    times : dict, optional
+        Filled with the seconds of each frame yielded, by frame number (see
+        :attr:`FrameSource.times`).
 
     Yields
     ------
@@ -310,11 +316,13 @@ def iter_frames(
         selected = info.files[start::step]
         if frames is not None:
             selected = selected[:frames]
-        for file in selected:
+        for k, file in enumerate(selected):
+            if times is not None:
+                times[numbers[file]] = (start + k * step) / info.fps
             yield numbers[file], _read_frame(file, info.width, info.height)
         return
     w, h = info.width, info.height
-    gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h)
+    gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h, references=info.references)
     index = -1
     try:
         while frames is None or count < frames:
@@ -324,7 +332,7 @@ def iter_frames(
                 if index < 0:
                     raise _undecodable(p, "no frame could be decoded") from None
                 expected = info.frame_count
-                if expected is not None and expected - (index + 1) > short_read_tolerance(expected):
+                if _short(p, info, index + 1):
                     raise TruncatedVideoError(
                         f"{p}: only {index + 1} of the {expected} frames its header announces "
                         f"could be decoded (truncated or damaged after frame {index + 1}): "
@@ -352,9 +360,43 @@ def iter_frames(
                 continue
             frame = np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
             count += 1
+            if times is not None:
+                t = gen.times.time(index) if hasattr(gen, "times") else None
+                times[index] = index / info.fps if t is None else t
             yield index, frame
     finally:
         gen.close()
+
+
+def _short(path: Path, info: VideoProbe, decoded: int) -> bool:
+    """Whether a video that gave ``decoded`` frames ends before its container says.
+
+    The container announces a duration (its frame count is often duration x rate): a
+    variable frame rate, or audio that outlasts the video, announces more frames than
+    the video holds. Only data that end before the announced length are a truncation.
+    """
+    expected = info.frame_count
+    if expected is None or expected - decoded <= short_read_tolerance(expected):
+        return False
+    ends = _ffmpeg.data_end_of(path, info.references)
+    announced = (expected - short_read_tolerance(expected)) / info.fps
+    if ends is not None and ends >= announced:
+        logger.info(
+            "%s: %d frames, not the %d its container announces (its frame rate varies, or "
+            "other streams last longer): every frame was read",
+            path, decoded, expected,
+        )  # fmt: skip
+        return False
+    return True
+
+
+def _timed(
+    frames: Iterator[tuple[int, np.ndarray]], times: dict[int, float], rate: float
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``frames`` (numbered by position), their times (``number / rate``) put in ``times``."""
+    for number, frame in frames:
+        times[number] = number / rate
+        yield number, frame
 
 
 def check_input_name(path: str | os.PathLike) -> None:
@@ -435,7 +477,7 @@ def open_source(
         native = fps if fps is not None else (rate if size is not None else rate * step)
         start, frames = resolve_selection(start, frames, end, duration, step, native)
         source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
-        selected = select_frames(raw, start, frames, step)
+        selected = _timed(select_frames(raw, start, frames, step), source.times, native)
     else:
         check_input_name(path)
         info = probe(path, allow_references)
@@ -450,9 +492,8 @@ def open_source(
         decoder = None
         if info.kind == "video":
             decoder = _ffmpeg.decode(path, w, h, references=allow_references)
-        selected = iter_frames(
-            path, start=start, frames=frames, step=step, info=info, decoder=decoder
-        )
+        selected = iter_frames(path, start=start, frames=frames, step=step, info=info,
+                               decoder=decoder, times=source.times)  # fmt: skip
         if decoder is not None:  # closed by close() even when no frame is read
             source._decoder = decoder
     source.start = start

@@ -101,7 +101,9 @@ class Report:
     Attributes are the keys of ``summary.json``: ``input``, ``output`` (None when nothing
     was written), ``frame_numbers`` (number of each frame in the source: 0-based decode
     index, or the number in a frame file's name), ``mask_numbers`` (the number in the name
-    of each frame's mask file), ``width``, ``height``, ``channels``, ``fps``,
+    of each frame's mask file), ``times`` (seconds of each frame from the source's first
+    frame: a video's own timestamps, so a variable frame rate shows; null when unknown),
+    ``width``, ``height``, ``channels``, ``fps``,
     ``observed_fraction``, ``settings``, ``solver``, ``masks``, ``windows``, ``outputs``,
     ``partial``, ``frames_expected``, ``seconds``; ``learned`` (a learned background:
     where it was learned) and ``evaluation`` (with ground truth) when there are some.
@@ -112,6 +114,7 @@ class Report:
     output: str | None
     frame_numbers: list[int]
     mask_numbers: list[int]
+    times: list[float | None]
     width: int
     height: int
     channels: int
@@ -143,6 +146,7 @@ class Report:
             "frames": self.frames,
             "frame_numbers": self.frame_numbers,
             "mask_numbers": self.mask_numbers,
+            "times": self.times,
             "width": self.width,
             "height": self.height,
             "channels": self.channels,
@@ -181,6 +185,11 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
+def _finite(value: float) -> float:
+    """``value`` for comparing residuals: NaN (a diverged solve) counts as the worst."""
+    return float("inf") if value != value else value
+
+
 class ReportBuilder:
     """Collects the finished windows of a run and builds its :class:`Report`.
 
@@ -197,6 +206,7 @@ class ReportBuilder:
         self.settings = settings
         self.frame_numbers: list[int] = []
         self.mask_numbers: list[int] = []
+        self.times: list[float | None] = []
         self.reports: list[WindowReport] = []
         self.plan: Plan | None = None
         self.frame_shape: tuple[int, ...] = ()
@@ -207,6 +217,7 @@ class ReportBuilder:
         """Count a finished window (after its masks were formed)."""
         self.frame_numbers.extend(window.numbers)
         self.mask_numbers.extend(self.source.mask_number(n) for n in window.numbers)
+        self.times.extend(getattr(self.source, "times", {}).get(n) for n in window.numbers)
         self.frame_shape = window.frame_shape
         self.plan = self.plan or window.plan
         self.foreground_pixels += window.foreground_pixels
@@ -233,6 +244,9 @@ class ReportBuilder:
         thresholds = [r.threshold for r in self.reports if r.threshold is not None]
         noises = [r.noise for r in self.reports if r.noise is not None]
         last = self.reports[-1]
+        # Several windows: the worst window's residual and change, not the last one's.
+        worst = max(range(len(self.reports)), key=lambda i: _finite(self.reports[i].residual))
+        changes = [r.change for r in self.reports if r.change is not None]
         plan = self.plan
         assert plan is not None
         return Report(
@@ -240,6 +254,7 @@ class ReportBuilder:
             output=output,
             frame_numbers=list(self.frame_numbers),
             mask_numbers=list(self.mask_numbers),
+            times=list(self.times),
             width=width,
             height=height,
             channels=1 if len(self.frame_shape) == 2 else self.frame_shape[2],
@@ -250,10 +265,11 @@ class ReportBuilder:
                 "method": last.method,
                 "iterations": int(sum(r.iterations for r in self.reports)),
                 "converged": all(r.converged for r in self.reports),
-                "residual": last.residual,
-                "change": last.change,
+                "residual": self.reports[worst].residual,
+                "change": max(changes, key=_finite) if changes else None,
                 "solve_scale": plan.solve_scale,
                 "device": plan.device,
+                "worst_window": worst + 1,
             },
             masks={
                 "rule": self.settings.mask_rule,

@@ -115,3 +115,23 @@ def test_names_in_an_ascii_locale_and_not_utf8(clip: Path, tmp_path: Path) -> No
                                   env=child_env(**env), timeout=120, check=False)  # fmt: skip
             assert proc.returncode == 0, (name, env, proc.stderr)
             assert os.path.exists(out + b"/summary.json")
+
+
+# --- silent wrong results: variable frame rate -------------------------------------------
+
+
+def test_variable_frame_rate_gives_one_mask_per_frame(run_cli, tmp_path: Path) -> None:
+    """40 frames, a 2 s gap after the 20th: 40 masks (no copies), their times in
+    summary.json, exit 0."""
+    from bpvideo.io._ffmpeg import executable
+
+    vfr = tmp_path / "vfr.mkv"
+    subprocess.run([executable(), "-loglevel", "error", "-f", "lavfi", "-i",
+                    "testsrc=s=48x36:r=10", "-frames:v", "40", "-vf",
+                    "setpts='if(gte(N,20),PTS+20,PTS)'", "-fps_mode", "passthrough", "-c:v",
+                    "ffv1", str(vfr)], check=True, timeout=60)  # fmt: skip
+    res = run_cli("separate", vfr, "-o", tmp_path / "out", "--json", "-q", "--rank", "1")
+    assert res.code == 0, res.err
+    summary = res.json()
+    assert summary["frames"] == 40 and len(output_files(tmp_path / "out" / "masks")) == 40
+    assert summary["times"][20] - summary["times"][19] == pytest.approx(2.1)
