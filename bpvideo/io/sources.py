@@ -27,7 +27,6 @@ import math
 import os
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,8 @@ import numpy as np
 
 from bpvideo.errors import InputError, literal
 from bpvideo.io import _ffmpeg
-from bpvideo.io.headers import check_rate, decode_image, image_size
+from bpvideo.io.folders import IMAGE_EXTENSIONS, decode_frame, scan_folder
+from bpvideo.io.headers import check_rate, image_size
 from bpvideo.io.pipes import open_pipe
 from bpvideo.io.stream import (
     FrameSource,
@@ -71,7 +71,6 @@ logger = logging.getLogger("bpvideo")
 if hasattr(cv2, "utils") and hasattr(cv2.utils, "logging"):
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_FATAL)
 
-IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
 DEFAULT_FOLDER_FPS = 25.0
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
 
@@ -107,6 +106,7 @@ class VideoProbe:
     numbers: list[int] = field(default_factory=list)
     numbering: str = "index"
     references: bool = False
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def short_read_tolerance(expected: int) -> int:
@@ -127,11 +127,9 @@ def _natural_key(path: Path) -> tuple[str, int, str]:
 
 
 def list_image_files(folder: Path) -> list[Path]:
-    """Frame files of an image folder, in frame order.
-
-    Uses ``folder/input`` when present (changedetection.net layout). Among image files,
-    the largest group sharing a name prefix and extension is taken (Wallflower keeps its
-    ground-truth frame beside the input frames).
+    """Frame files of an image folder, in frame order (the rule of
+    :mod:`bpvideo.io.folders`: ``input/`` when it holds images, hidden and other files
+    skipped, the largest group of names of one pattern, in the order of their numbers).
 
     Parameters
     ----------
@@ -141,26 +139,8 @@ def list_image_files(folder: Path) -> list[Path]:
     Returns
     -------
     list of Path
-        Sorted by the trailing number of the name.
     """
-    if (folder / "input").is_dir():
-        folder = folder / "input"
-    images = [p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()]
-    if not images:
-        return []
-    groups = Counter(_natural_key(p)[0::2] for p in images)
-    (prefix, ext), _ = groups.most_common(1)[0]
-    chosen = sorted((p for p in images if _natural_key(p)[0::2] == (prefix, ext)), key=_natural_key)
-    if len(chosen) < len(images):
-        logger.info(
-            "%s: using %d frames named %s*%s, ignoring %d other image(s)",
-            folder,
-            len(chosen),
-            prefix,
-            ext,
-            len(images) - len(chosen),
-        )
-    return chosen
+    return scan_folder(folder).files
 
 
 def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
@@ -198,15 +178,27 @@ def _read_frame(file: Path, width: int, height: int) -> np.ndarray:
     """One frame file of a folder, decoded once its header says it has the folder's size."""
     size = image_size(file)
     if size is None:
-        raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+        raise DamagedFrame(file, "cannot be read as an image")
     if sorted(size) != sorted((width, height)):  # (the EXIF orientation may turn it)
         raise _other_size(file, *size, width, height)
-    image = decode_image(file, cv2.IMREAD_COLOR)
+    image, why = decode_frame(file)
     if image is None:
-        raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+        raise DamagedFrame(file, why or "cannot be read as an image")
     if image.shape[:2] != (height, width):
         raise _other_size(file, image.shape[1], image.shape[0], width, height)
     return image
+
+
+class DamagedFrame(InputError):
+    """A frame file of a folder that cannot be decoded, or is cut short."""
+
+    def __init__(self, file: Path, why: str) -> None:
+        super().__init__(
+            f"{literal(file)}: {literal(why)}: remove or replace it, or pass "
+            "{allow_partial=True} to skip damaged frames",
+            option=("allow_partial", True),
+        )
+        self.file, self.why = file, why
 
 
 def _other_size(file: Path, w: int, h: int, width: int, height: int) -> InputError:
@@ -244,7 +236,8 @@ def probe(path: str | os.PathLike, references: bool = False) -> VideoProbe:
         why = getattr(exc, "strerror", None) or str(exc)
         raise InputError(f"{p}: cannot be opened ({why}): check the path") from None
     if p.is_dir():
-        files = list_image_files(p)
+        scan = scan_folder(p)
+        files = scan.files
         if not files:
             raise InputError(
                 f"{p}: folder holds no image frames ({', '.join(sorted(IMAGE_EXTENSIONS))}): "
@@ -253,10 +246,18 @@ def probe(path: str | os.PathLike, references: bool = False) -> VideoProbe:
         size = image_size(files[0])
         if size is None:
             raise InputError(f"{files[0]}: cannot be read as an image: remove or replace it")
-        first = _read_frame(files[0], *frame_size(*size, 1.0, str(files[0])))
+        try:
+            first = _read_frame(files[0], *frame_size(*size, 1.0, str(files[0])))
+        except DamagedFrame as exc:  # the first frame sets the size: no skipping it
+            why = f"{literal(exc.file)}: {literal(exc.why)}: remove or replace it"
+            raise InputError(why) from None
         h, w = first.shape[:2]
         numbers, numbering = _file_numbers(files)
-        return VideoProbe("folder", w, h, DEFAULT_FOLDER_FPS, len(files), files, numbers, numbering)
+        if scan.skipped:
+            logger.info("%s: %d frames named %s; skipped %s", scan.folder, len(files),
+                        scan.pattern, scan.summary())  # fmt: skip
+        return VideoProbe("folder", w, h, DEFAULT_FOLDER_FPS, len(files), files, numbers,
+                          numbering, skipped=list(scan.skipped))  # fmt: skip
     if p.stat().st_size == 0:
         raise InputError(f"{p}: file is empty: give a video file with frames in it")
     if p.suffix.lower() in IMAGE_EXTENSIONS:
@@ -276,6 +277,7 @@ def iter_frames(
     info: VideoProbe | None = None,
     decoder: Iterator[bytes] | None = None,
     times: dict[int, float] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
 
@@ -293,6 +295,9 @@ def iter_frames(
     times : dict, optional
         Filled with the seconds of each frame yielded, by frame number (see
         :attr:`FrameSource.times`).
+    skipped : list, optional
+        Given: damaged frame files of a folder are skipped and listed here as ``(name,
+        why)`` (else :class:`DamagedFrame` is raised).
 
     Yields
     ------
@@ -317,9 +322,17 @@ def iter_frames(
         if frames is not None:
             selected = selected[:frames]
         for k, file in enumerate(selected):
+            try:
+                frame = _read_frame(file, info.width, info.height)
+            except DamagedFrame as exc:
+                if skipped is None:
+                    raise
+                logger.warning("%s: %s: skipped", file, exc.why)
+                skipped.append((file.name, exc.why))
+                continue
             if times is not None:
                 times[numbers[file]] = (start + k * step) / info.fps
-            yield numbers[file], _read_frame(file, info.width, info.height)
+            yield numbers[file], frame
         return
     w, h = info.width, info.height
     gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h, references=info.references)
@@ -492,8 +505,10 @@ def open_source(
         decoder = None
         if info.kind == "video":
             decoder = _ffmpeg.decode(path, w, h, references=allow_references)
+        source.skipped = list(info.skipped)
         selected = iter_frames(path, start=start, frames=frames, step=step, info=info,
-                               decoder=decoder, times=source.times)  # fmt: skip
+                               decoder=decoder, times=source.times,
+                               skipped=source.skipped if allow_partial else None)  # fmt: skip
         if decoder is not None:  # closed by close() even when no frame is read
             source._decoder = decoder
     source.start = start

@@ -99,6 +99,10 @@ class FrameSource:
         Seconds of each frame read so far, by frame number, from the source's first
         frame: a video's own timestamps (a variable frame rate is kept as it is), else the
         frame's position over the rate. Filled as the frames are read.
+    skipped : list of (str, str)
+        Files of a folder that are not among its frames, and why (see
+        :mod:`bpvideo.io.folders`); damaged frames skipped by ``allow_partial`` are added
+        as they are met.
     """
 
     name: str
@@ -115,6 +119,7 @@ class FrameSource:
     frames_expected: int | None = None
     start: int = 0
     times: dict[int, float] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     _decoder: Any = None
 
     def mask_number(self, frame_number: int) -> int:

@@ -105,8 +105,10 @@ class Report:
     frame: a video's own timestamps, so a variable frame rate shows; null when unknown),
     ``width``, ``height``, ``channels``, ``fps``,
     ``observed_fraction``, ``settings``, ``solver``, ``masks``, ``windows``, ``outputs``,
-    ``partial``, ``frames_expected``, ``seconds``; ``learned`` (a learned background:
-    where it was learned) and ``evaluation`` (with ground truth) when there are some.
+    ``partial``, ``frames_expected``, ``skipped`` (files of a folder of frames that are
+    not frames, and damaged frames skipped, each ``{"file", "why"}``), ``seconds``;
+    ``learned`` (a learned background: where it was learned) and ``evaluation`` (with
+    ground truth) when there are some.
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -127,6 +129,7 @@ class Report:
     outputs: dict[str, str] | None
     partial: bool
     frames_expected: int
+    skipped: list[dict[str, str]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     learned: dict[str, Any] | None = None
     evaluation: dict[str, Any] | None = None
@@ -160,7 +163,8 @@ class Report:
         }
         if self.learned is not None:
             out["learned"] = self.learned
-        out.update(partial=self.partial, frames_expected=self.frames_expected)
+        out.update(partial=self.partial, frames_expected=self.frames_expected,
+                   skipped=self.skipped)  # fmt: skip
         if self.evaluation is not None:
             out["evaluation"] = self.evaluation
         out["seconds"] = self.seconds
@@ -289,6 +293,9 @@ class ReportBuilder:
             outputs=outputs,
             partial=self.source.partial,
             frames_expected=self.source.frames_expected if self.source.partial else n,
+            skipped=[
+                {"file": name, "why": why} for name, why in getattr(self.source, "skipped", [])
+            ],
             seconds=seconds or {},
             learned=learned,
             evaluation=evaluation,

@@ -14,7 +14,7 @@ KEYS = [
     "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "times",
     "width",
     "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
-    "windows", "outputs", "partial", "frames_expected", "seconds",
+    "windows", "outputs", "partial", "frames_expected", "skipped", "seconds",
 ]  # fmt: skip
 
 
