@@ -181,8 +181,7 @@ def reopen_array(frames: Any, settings: SeparateSettings):
     def reopen(start: int, end: int | None) -> FrameSource:
         sel = _selection(settings, start, end)
         return open_frames(frames, start=sel["start"], count=sel["count"], step=sel["step"],
-                           scale=sel["scale"], fps=settings.fps,
-                           allow_references=settings.allow_references)  # fmt: skip
+                           scale=sel["scale"], fps=settings.fps)  # fmt: skip
 
     return reopen
 

@@ -21,7 +21,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import Diverged, InputError, literal
 from bpvideo.io.observation import load_observation_mask, random_observation
 from bpvideo.io.sources import FrameSource
 from bpvideo.io.summary import Stopwatch, WindowReport
@@ -243,10 +243,16 @@ def _windows(
         if warm is not None:
             warm.join()
             warm = None
-        solved = solve_window(
-            video, settings, state.columns(), callback=callback, scale=plan.solve_scale,
-            previous_detail=state.detail, new_from=new_from, reference=state.reference,
-        )  # fmt: skip
+        try:
+            solved = solve_window(
+                video, settings, state.columns(), callback=callback, scale=plan.solve_scale,
+                previous_detail=state.detail, new_from=new_from, reference=state.reference,
+            )  # fmt: skip
+        except Diverged as exc:  # named: the input, and the window when there are several
+            windowed = index > 0 or (plan.window is not None and video.n_frames == plan.window)
+            where = f" (window {index + 1})" if windowed else ""
+            raise Diverged(f"{literal(source.name)}{where}: {exc.template}",
+                           option=exc.option) from None  # fmt: skip
         state.detail, state.reference = solved.detail, solved.reference
         clock.add("solve", time.perf_counter() - t)
         window = _finish(video, new_from, solved, settings, plan, index, state, clock)

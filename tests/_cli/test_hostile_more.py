@@ -135,3 +135,17 @@ def test_variable_frame_rate_gives_one_mask_per_frame(run_cli, tmp_path: Path) -
     summary = res.json()
     assert summary["frames"] == 40 and len(output_files(tmp_path / "out" / "masks")) == 40
     assert summary["times"][20] - summary["times"][19] == pytest.approx(2.1)
+
+
+# --- the solver's edges ------------------------------------------------------------------
+
+
+def test_a_diverging_solve_fails_with_what_to_lower(run_cli, clip: Path, tmp_path: Path) -> None:
+    """--gamma 1.9 with the default inertia diverges (Algorithm 1 itself does): exit 1,
+    one line naming the input and the options to lower, nothing kept."""
+    out = tmp_path / "out"
+    res = run_cli("separate", clip, "-o", out, "--gamma", "1.9", "--max-iter", "400", "--tol",
+                  "1e-9", "-q")  # fmt: skip
+    assert_one_error_line(res, 1, r"clip\.mkv: bestpair diverged at iteration \d+",
+                          r"lower --gamma .*--inertia-a.*nothing was kept")  # fmt: skip
+    assert not out.exists()

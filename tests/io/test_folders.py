@@ -54,8 +54,10 @@ def test_an_empty_input_folder_changes_nothing(tmp_path: Path) -> None:
 
 def test_time_stamp_names_are_one_group_in_time_order(tmp_path: Path) -> None:
     """Names that are times: across a day, an hour, and with milliseconds."""
-    names = ["2024-05-01_23-59-58.900", "2024-05-01_23-59-59.100", "2024-05-02_00-00-00.050",
-             "2024-05-02_00-00-01.000", "2024-05-02_09-00-00.000", "2024-05-02_10-00-00.000"]  # fmt: skip
+    names = [
+        "2024-05-01_23-59-58.900", "2024-05-01_23-59-59.100", "2024-05-02_00-00-00.050",
+        "2024-05-02_00-00-01.000", "2024-05-02_09-00-00.000", "2024-05-02_10-00-00.000",
+    ]  # fmt: skip
     frames = write(tmp_path / "cam", names[::-1])  # written in reverse: order by name
     scan = scan_folder(tmp_path / "cam")
     assert [f.stem for f in scan.files] == names and scan.skipped == []
