@@ -80,6 +80,17 @@ class ConfigError(InputError):
 # --------------------------------------------------------------------------------------
 
 
+#: Path options besides ``mask`` (checked on its own) that a config gives relative to
+#: its folder.
+_RELATIVE_PATHS = ("learn_from", "groundtruth", "masks_to", "background_from")
+
+
+def _is_span(value: str) -> bool:
+    from bpvideo.pipeline.empty_scene import is_span
+
+    return is_span(value)
+
+
 @dataclass(frozen=True)
 class Job:
     """One ``separate`` run of a batch (picklable: it travels to worker processes).
@@ -498,6 +509,14 @@ class _Planner:
                 )
                 self.check.add(mask_line, f"{where}.mask", problem)
             settings.mask = str(mask)
+        for name in _RELATIVE_PATHS:  # relative to the config, as the docs say (not the cwd)
+            value = getattr(settings, name)
+            if (
+                isinstance(value, str)
+                and value not in ("-", "auto", "none")
+                and not (name == "background_from" and _is_span(value))
+            ):
+                setattr(settings, name, str(self._path(value)))
         return settings
 
     def _inputs(self, where: str, line: int, entry: LineDict, keys: dict[str, Any]) -> list[Path]:

@@ -149,3 +149,29 @@ def test_a_diverging_solve_fails_with_what_to_lower(run_cli, clip: Path, tmp_pat
     assert_one_error_line(res, 1, r"clip\.mkv: bestpair diverged at iteration \d+",
                           r"lower --gamma .*--inertia-a.*nothing was kept")  # fmt: skip
     assert not out.exists()
+
+
+# --- batch: collisions name the config's line --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("report: out/summary.json\njobs:\n  - input: {clip}\n    output: out\n",
+         r"the output of jobs\[0\] \(b\.yaml:3\) is also the report"),
+        ("jobs:\n  - input: {clip}\n    output: a\n    masks-to: b/summary.json\n"
+         "  - input: {clip}\n    output: b\n",
+         r"the output of jobs\[1\] \(b\.yaml:5\) is also the masks-to of jobs\[0\] \(b\.yaml:2\)"),
+        ("jobs:\n  - input: {clip}\n    output: a\n  - input: a/background.mp4\n    output: c\n",
+         r"the output of jobs\[0\] \(b\.yaml:2\) would replace the input of jobs\[1\]"),
+    ],
+    ids=["report", "masks-to", "input"],
+)
+def test_batch_collisions_name_the_job(run_cli, clip: Path, tmp_path: Path, text, where) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "background.mp4").write_bytes(clip.read_bytes())
+    config = tmp_path / "b.yaml"
+    config.write_text(text.format(clip=clip))
+    res = run_cli("batch", config, "--dry-run")
+    line = assert_one_error_line(res, 2, where, r"choose another '(output|masks-to):' of jobs")
+    assert " -o" not in line
