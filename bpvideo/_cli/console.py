@@ -222,6 +222,14 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
 
 
+def _signal_name(signum: int) -> str:
+    """`` (SIGHUP)``, or nothing for a number without a name."""
+    try:
+        return f" ({signal.Signals(signum).name})"
+    except ValueError:
+        return ""
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
@@ -242,15 +250,21 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    from bpvideo.io.outputs import STOP_SIGNALS
+
+    previous = {}
+    for signum in STOP_SIGNALS:
+        handler = signal.getsignal(signum)
+        # SIGINT is KeyboardInterrupt already; an ignored signal stays ignored (nohup)
+        if signum != signal.SIGINT and handler is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, _raise_terminated)
     try:
         yield
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if process_exit else handler)
         if process_exit:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-        else:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _committed() -> list:
@@ -302,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``bpvideo`` console script; returns the exit code.
 
     Exit codes: 0 done, 1 failed work, 2 usage error, 130 interrupted (SIGINT, Ctrl-C),
-    143 terminated (SIGTERM). Interrupted runs remove their staged outputs first.
+    ``128 + N`` stopped by signal N (143 SIGTERM, 129 SIGHUP, 131 SIGQUIT...: the
+    :data:`~bpvideo.io.outputs.STOP_SIGNALS`). Interrupted runs remove their staged
+    outputs first.
     """
     from bpvideo._cli import cli
 
@@ -316,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         with _sigterm_raises(process_exit=argv is None):
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
-        click.echo(_interrupted(f"terminated by signal {exc.signum}", before), err=True)
+        name = _signal_name(exc.signum)
+        click.echo(_interrupted(f"terminated by signal {exc.signum}{name}", before), err=True)
         return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code

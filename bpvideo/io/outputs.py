@@ -165,9 +165,19 @@ def remove_stale_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Pat
     return removed
 
 
+#: Signals whose default is to end the process: each stops a run as SIGTERM does (its
+#: outputs removed, exit ``128 + signal``), and each is held back by
+#: :func:`signals_deferred`. SIGINT is Python's KeyboardInterrupt.
+STOP_SIGNALS: tuple[int, ...] = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+    if hasattr(signal, name)
+)
+
+
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back during a step that must not be cut in two.
+    """Hold the :data:`STOP_SIGNALS` back during a step that must not be cut in two.
 
     Used while outputs are renamed into place (an interrupted run never leaves some
     renamed and others not) and while an ffmpeg child starts (so that it is always
@@ -185,7 +195,7 @@ def signals_deferred() -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     try:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             previous[signum] = signal.signal(signum, hold)
         yield
     finally:
@@ -413,7 +423,11 @@ class OutputDir:
             staged.unlink(missing_ok=True)
         self._beside = []
         if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
+            for _ in range(5):  # a file a stopping writer still made: removed at the next try
+                shutil.rmtree(self.staging, ignore_errors=True)
+                if not os.path.lexists(self.staging):
+                    break
+                time.sleep(0.02)
             self.staging = None
         self._release_lock()
         self._remove_created(self._created)

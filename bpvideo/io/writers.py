@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,9 +23,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.errors import InputError, Terminated, WorkError, literal
 from bpvideo.io import _ffmpeg
-from bpvideo.io.outputs import signals_deferred
+from bpvideo.io.outputs import STOP_SIGNALS, signals_deferred
 from bpvideo.io.worker import Worker
 from bpvideo.settings import default
 
@@ -161,6 +162,8 @@ class MaskWriter:
         self._worker.stop()
 
 
+#: ffmpeg's exit status when it ended on a signal it caught (SIGINT, SIGTERM...).
+FFMPEG_SIGNALLED = 255
 #: Bytes of frames queued for each encoder.
 QUEUE_BYTES = 16 << 20
 #: Up to this frame size (640x480) x264 encodes in one thread: 7-13 % less CPU than its
@@ -343,9 +346,15 @@ class VideoStream:
             return
         assert self._worker is not None
         error = self._worker.finish()  # its last act closes ffmpeg's input
-        proc, self._proc = self._proc, None
-        code = proc.wait()
+        # self._proc stays set until ffmpeg has ended: a signal that stops the wait leaves
+        # abort() an encoder to kill (not one that writes on into a removed folder)
+        code = self._proc.wait()
+        self._proc = None
         try:
+            # stopped by a signal, not by the disk: killed by it, or (status 255) ffmpeg
+            # caught it and ended ("Exiting normally, received signal")
+            if code == FFMPEG_SIGNALLED or (code < 0 and -code in STOP_SIGNALS):
+                raise Terminated(-code if code < 0 else signal.SIGTERM)
             if error is not None or code != 0:
                 raise self._failure(error or f"exit status {code}")
         finally:

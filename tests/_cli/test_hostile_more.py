@@ -157,13 +157,19 @@ def test_a_diverging_solve_fails_with_what_to_lower(run_cli, clip: Path, tmp_pat
 @pytest.mark.parametrize(
     ("text", "where"),
     [
-        ("report: out/summary.json\njobs:\n  - input: {clip}\n    output: out\n",
-         r"the output of jobs\[0\] \(b\.yaml:3\) is also the report"),
-        ("jobs:\n  - input: {clip}\n    output: a\n    masks-to: b/summary.json\n"
-         "  - input: {clip}\n    output: b\n",
-         r"the output of jobs\[1\] \(b\.yaml:5\) is also the masks-to of jobs\[0\] \(b\.yaml:2\)"),
-        ("jobs:\n  - input: {clip}\n    output: a\n  - input: a/background.mp4\n    output: c\n",
-         r"the output of jobs\[0\] \(b\.yaml:2\) would replace the input of jobs\[1\]"),
+        (
+            "report: out/summary.json\njobs:\n  - input: {clip}\n    output: out\n",
+            r"the output of jobs\[0\] \(b\.yaml:3\) is also the report",
+        ),
+        (
+            "jobs:\n  - input: {clip}\n    output: a\n    masks-to: b/summary.json\n"
+            "  - input: {clip}\n    output: b\n",
+            r"the output of jobs\[1\] \(b\.yaml:5\) is also the masks-to of jobs\[0\] \(b\.yaml:2\)",
+        ),
+        (
+            "jobs:\n  - input: {clip}\n    output: a\n  - input: a/background.mp4\n    output: c\n",
+            r"the output of jobs\[0\] \(b\.yaml:2\) would replace the input of jobs\[1\]",
+        ),
     ],
     ids=["report", "masks-to", "input"],
 )
