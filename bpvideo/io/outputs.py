@@ -46,6 +46,7 @@ __all__ = [
     "OutputDir",
     "atomic_write_bytes",
     "signals_deferred",
+    "temp_failure",
     "write_json",
 ]
 
@@ -221,6 +222,18 @@ def write_failure(path: Path, exc: OSError) -> WorkError:
     return WorkError(
         f"{literal(path)}: writing the outputs failed: {what}{where}: {fix}; nothing was kept",
         option=("output", str(path)),
+    )
+
+
+def temp_failure(exc: OSError) -> WorkError:
+    """A one-line :class:`WorkError` for an OS error in the temporary folder (``TMPDIR``:
+    the frame spool of long videos, ffmpeg's logs), which is not the output's disk."""
+    folder = tempfile.gettempdir()
+    why = "full (no space left on the device)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) \
+        else f"not usable ({literal(exc.strerror or exc)})"  # fmt: skip
+    return WorkError(
+        f"the temporary folder {literal(folder)} (TMPDIR) is {why}: free some space there, or "
+        "set TMPDIR to a folder with room; nothing was kept"
     )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from bpvideo.errors import InputError, Terminated, WorkError, literal
 from bpvideo.io import _ffmpeg
-from bpvideo.io.outputs import STOP_SIGNALS, signals_deferred
+from bpvideo.io.outputs import STOP_SIGNALS, signals_deferred, temp_failure
 from bpvideo.io.worker import Worker
 from bpvideo.settings import default
 
@@ -255,7 +255,10 @@ class VideoStream:
 
     def _open(self, frame: np.ndarray) -> None:
         cmd = self._command(frame)
-        self._log = tempfile.TemporaryFile()
+        try:
+            self._log = tempfile.TemporaryFile()
+        except OSError as exc:
+            raise temp_failure(exc) from None
         with signals_deferred():  # ffmpeg starts here: let it start under supervision
             self._proc = subprocess.Popen(
                 cmd,
