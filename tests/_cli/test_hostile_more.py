@@ -164,7 +164,8 @@ def test_a_diverging_solve_fails_with_what_to_lower(run_cli, clip: Path, tmp_pat
         (
             "jobs:\n  - input: {clip}\n    output: a\n    masks-to: b/summary.json\n"
             "  - input: {clip}\n    output: b\n",
-            r"the output of jobs\[1\] \(b\.yaml:5\) is also the masks-to of jobs\[0\] \(b\.yaml:2\)",
+            r"the output of jobs\[1\] \(b\.yaml:5\) is also the masks-to of "
+            r"jobs\[0\] \(b\.yaml:2\)",
         ),
         (
             "jobs:\n  - input: {clip}\n    output: a\n  - input: a/background.mp4\n    output: c\n",
