@@ -218,6 +218,15 @@ def error_line(error: BpvideoError) -> str:
     return f"bpvideo: error: {one_line(error.render({**cli_flags(), **CLI_FLAGS}))}"
 
 
+def _cwd_gone() -> bool:
+    """Whether the working folder was removed (relative paths then name nothing)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
 
@@ -367,6 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        if isinstance(exc, OSError) and _cwd_gone():
+            click.echo(
+                "bpvideo: error: the current folder no longer exists (it was removed while "
+                "the shell was in it): cd to a folder that exists, or give absolute paths",
+                err=True,
+            )
+            return 2
         click.echo(
             f"bpvideo: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with "
             "--debug for the traceback and report it)",

@@ -182,3 +182,20 @@ def test_batch_collisions_name_the_job(run_cli, clip: Path, tmp_path: Path, text
     res = run_cli("batch", config, "--dry-run")
     line = assert_one_error_line(res, 2, where, r"choose another '(output|masks-to):' of jobs")
     assert " -o" not in line
+
+
+# --- wrong message: the environment ------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["{clip}"], ["../clip.mkv", "-o", "{tmp}/out"]],
+                         ids=["default-output", "relative-input"])  # fmt: skip
+def test_a_removed_working_folder(clip: Path, tmp_path: Path, args: list[str]) -> None:
+    """The shell's folder was removed: one line saying so (not "internal error"), exit 2."""
+    (tmp_path / "gone").mkdir()
+    argv = " ".join(f"'{a.format(clip=clip, tmp=tmp_path)}'" for a in args)
+    script = f"cd gone && rmdir ../gone && exec '{sys.executable}' -m bpvideo separate {argv} -q"
+    proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          env=child_env(), timeout=120, check=False)  # fmt: skip
+    res = CliResult(proc.returncode, proc.stdout, proc.stderr)
+    assert_one_error_line(res, 2, "the current folder no longer exists", "cd to a folder")
+    assert not (tmp_path / "out").exists()
