@@ -376,6 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        stdout_failed = _stdout_failure(exc)
+        if stdout_failed is not None:
+            click.echo(_stdout_lost(stdout_failed, before), err=True)
+            return 1
         if isinstance(exc, OSError) and _cwd_gone():
             click.echo(
                 "bpvideo: error: the current folder no longer exists (it was removed while "
@@ -389,4 +393,54 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 1
+    try:  # what is still buffered for stdout: written now, where a failure can be said
+        sys.stdout.flush()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            _stdout_to_devnull()
+            return 1
+        click.echo(_stdout_lost(exc, before), err=True)
+        _stdout_to_devnull()
+        return 1
     return result if isinstance(result, int) else 0
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, dropping what is buffered: the interpreter's last flush
+    then cannot fail (or print a traceback) after the error was said."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _stdout_failure(exc: BaseException) -> OSError | None:
+    """``exc`` when it is a failed write to stdout (a full device, an I/O error), checked
+    by writing out what stdout still buffers; else None."""
+    if not isinstance(exc, OSError) or isinstance(exc, BrokenPipeError):
+        return None
+    tb = exc.__traceback__
+    while tb is not None:  # raised inside click.echo(..., file=stdout)?
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "echo" and "click" in frame.f_code.co_filename:
+            stream = frame.f_locals.get("file")
+            if getattr(stream, "name", None) == "<stdout>" or stream is sys.stdout:
+                return exc
+        tb = tb.tb_next
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return exc
+    return None
+
+
+def _stdout_lost(exc: OSError, before: int) -> str:
+    """The line for data that stdout could not take; names a result that is complete."""
+    why = one_line(exc.strerror or str(exc))
+    complete = _committed()[before:]
+    done = (f"; the result in {complete[-1]} is complete (summary.json written): read it "
+            "there" if complete else "")  # fmt: skip
+    _stdout_to_devnull()
+    return f"bpvideo: error: stdout could not be written ({why}){done}"

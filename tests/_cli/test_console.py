@@ -200,3 +200,20 @@ def test_bpvideo_alone_prints_its_help() -> None:
     assert proc.returncode == 2 and proc.stdout == ""
     assert "\\n" not in proc.stderr and proc.stderr.startswith("Usage: bpvideo")
     assert "separate" in proc.stderr and len(proc.stderr.splitlines()) > 5
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_stdout_on_a_full_device(tiny_clip: Path, tmp_path: Path, as_json: bool) -> None:
+    """stdout cannot take the path (or the JSON): one line saying so, and that the result
+    is complete where it is; exit 1, no traceback."""
+    out = tmp_path / "out"
+    args = ["separate", str(tiny_clip), "-o", str(out), "-q"] + (["--json"] if as_json else [])
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "bpvideo", *args], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=process_env(),
+                              timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("bpvideo: error: stdout could not be written (No space")
+    assert f"the result in {out} is complete" in proc.stderr
+    assert (out / "summary.json").is_file()
