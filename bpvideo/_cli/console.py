@@ -8,6 +8,7 @@ Errors are one line on stderr (``bpvideo: error: ...``), with options spelled as
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -75,6 +76,23 @@ class _ConsoleHandler(logging.StreamHandler):
             self.handleError(record)
 
 
+class _LogFileHandler(logging.FileHandler):
+    """``--logfile``: a file that fails (a full disk) is said once, on stderr, in one
+    line, and dropped; the run and its log on stderr go on (no traceback per record)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        why = getattr(error, "strerror", None) or str(error)
+        logger.removeHandler(self)
+        with contextlib.suppress(Exception):
+            self.close()
+        with contextlib.suppress(Exception):
+            sys.stderr.write(
+                f"bpvideo: warning: --logfile {one_line(self.baseFilename)} cannot be written "
+                f"({one_line(why)}): the log goes on on stderr only\n"
+            )
+
+
 #: Lines of a ``--logfile``: a time stamp and the level before the message.
 LOGFILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -106,7 +124,7 @@ def configure_logging(verbosity: int, logfile: str | None = None) -> None:
     handlers[0].setLevel(level)
     if logfile is not None:
         try:
-            handlers.append(logging.FileHandler(logfile, mode="a", encoding="utf-8"))
+            handlers.append(_LogFileHandler(logfile, mode="a", encoding="utf-8"))
         except OSError as exc:
             raise InputError(
                 f"{{logfile=}} cannot be opened ({exc.strerror}): give a file in a folder "

@@ -217,3 +217,18 @@ def test_stdout_on_a_full_device(tiny_clip: Path, tmp_path: Path, as_json: bool)
     assert proc.stderr.startswith("bpvideo: error: stdout could not be written (No space")
     assert f"the result in {out} is complete" in proc.stderr
     assert (out / "summary.json").is_file()
+
+
+def test_a_logfile_on_a_full_disk(tiny_clip: Path, tmp_path: Path) -> None:
+    """--logfile that cannot be written (a full device): said once, the run goes on with
+    its log on stderr; no 'Logging error' traceback per record."""
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "bpvideo", "separate", str(tiny_clip), "-o",
+                           str(out), "--logfile", "/dev/full"], capture_output=True, text=True,
+                          env=process_env(), timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "--logfile" in line]
+    assert warnings == ["bpvideo: warning: --logfile /dev/full cannot be written (No space left "
+                        "on device): the log goes on on stderr only"]  # fmt: skip
+    assert "bpvideo: wrote" in proc.stderr and (out / "summary.json").is_file()
