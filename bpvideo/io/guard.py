@@ -128,7 +128,7 @@ def check_access(reads: Iterable[Access], writes: Iterable[Access]) -> None:
         real = _real(w)
         if real in written:
             other = written[real]
-            raise _clash(w, other.what, other.path, "is also")
+            raise _clash(w, other.what, other.path, "is also", other.option)
         written[real] = w
         if real in read:
             raise _clash(w, literal(read[real].what), read[real].path, "would replace")
@@ -141,14 +141,18 @@ def check_access(reads: Iterable[Access], writes: Iterable[Access]) -> None:
         inside = _under(real, write_order)
         if inside is not None:
             other = written[write_order[inside]]
-            raise _clash(other, w.what, w.path, "is inside")
+            raise _clash(other, w.what, w.path, "is inside", w.option)
 
 
-def _clash(w: Access, other: str, path: Path, verb: str) -> InputError:
-    """``w`` would replace ``other`` (a template fragment) at ``path``."""
+def _clash(
+    w: Access, other: str, path: Path, verb: str, other_option: tuple[str, Any] | None = None
+) -> InputError:
+    """``w`` would replace ``other`` (a template fragment, of ``other_option`` when it is
+    another path written) at ``path``."""
     fix = f": choose another {w.fix}" if w.fix else ""
     return InputError(
-        f"{literal(w.path)}: {w.what} {verb} {other} ({literal(path)}){fix}", option=w.option
+        f"{literal(w.path)}: {w.what} {verb} {other} ({literal(path)}){fix}",
+        option=w.option or other_option,
     )
 
 
