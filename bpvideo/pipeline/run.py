@@ -236,6 +236,7 @@ def _windows(
         del chunk
         if index == 0:
             _log_read(source, settings, plan, video, clock, read[0])
+            _warn_unobserved(video, source.name)
         t = time.perf_counter()
         if progress is not None:
             progress.start_window(index + 1)
@@ -419,6 +420,22 @@ def _finish(
     state.done += n - new_from
     return Window(video, new_from, solved.L, solved.S, settings=settings, model=model, plan=plan,
                   index=index, report=report, clock=clock)  # fmt: skip
+
+
+def _warn_unobserved(video: Video, name: str) -> None:
+    """Say when the observation mask leaves pixels out of every frame of a window."""
+    if video.mask is None:
+        return
+    never = ~video.mask.any(axis=1)
+    if video.mask.shape[0] != video.height * video.width:  # colour: a pixel is 3 entries
+        never = never.reshape(video.height * video.width, -1).all(axis=1)
+    count = int(np.count_nonzero(never))
+    if count:
+        logger.warning(
+            "%s: %d pixel(s) (%.1f%%) are observed in no frame (--mask): their background "
+            "is unknown (black in the outputs) and they are never foreground",
+            name, count, 100.0 * count / never.size,
+        )  # fmt: skip
 
 
 def _counted(frames: Iterator[Any], count: list[int]) -> Iterator[Any]:
