@@ -18,30 +18,48 @@ import subprocess
 import threading
 from fractions import Fraction
 
-__all__ = ["Timestamps", "data_end", "passthrough_options", "supports_times"]
+__all__ = [
+    "Timestamps",
+    "data_end",
+    "passthrough_flag",
+    "passthrough_options",
+    "supports_times",
+]
 
 #: Seconds to wait for the time of a frame already read (its line precedes it).
 WAIT = 5.0
 
 
 @functools.lru_cache(maxsize=4)
-def supports_times(ffmpeg: str) -> bool:
-    """Whether this ffmpeg has ``-stats_enc_pre`` and ``-enc_time_base`` (ffmpeg 6.1+)."""
+def _options_of(ffmpeg: str) -> str:
+    """The text of ``ffmpeg -h full`` (its options; machine text, no file name)."""
     try:
         done = subprocess.run([ffmpeg, "-hide_banner", "-h", "full"], capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=20, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    text = done.stdout.decode("ascii", "replace")
+        return ""
+    return done.stdout.decode("ascii", "replace")
+
+
+def supports_times(ffmpeg: str) -> bool:
+    """Whether this ffmpeg has ``-stats_enc_pre`` and ``-enc_time_base`` (ffmpeg 6.1+)."""
+    text = _options_of(ffmpeg)
     return "-stats_enc_pre_fmt" in text and "-enc_time_base" in text
+
+
+def passthrough_flag(ffmpeg: str) -> list[str]:
+    """Keep every frame as it is: ``-fps_mode passthrough`` (ffmpeg 5.1+), else the
+    older ``-vsync passthrough``."""
+    text = _options_of(ffmpeg)
+    return ["-fps_mode" if "-fps_mode" in text or not text else "-vsync", "passthrough"]
 
 
 def passthrough_options(ffmpeg: str, fd: int | None) -> list[str]:
     """Output options that keep every frame as it is (no frame duplicated to fill a
     gap, none dropped) and, with ``fd``, write each frame's timestamp to it."""
     if fd is None or not supports_times(ffmpeg):
-        return ["-fps_mode", "passthrough"]
-    return ["-fps_mode", "passthrough", "-enc_time_base", "demux",
+        return passthrough_flag(ffmpeg)
+    return [*passthrough_flag(ffmpeg), "-enc_time_base", "demux",
             "-stats_enc_pre", f"pipe:{fd}", "-stats_enc_pre_fmt", "{pts} {tb}"]  # fmt: skip
 
 
