@@ -15,6 +15,14 @@ Usage::
 Prints a Markdown table: case, input bytes, exit code, seconds, peak MiB, estimate MiB,
 and the last line on stderr. A run is bad when the peak exceeds the estimate, when it
 takes more than a minute to fail, or when it ends with a traceback.
+
+``--refusals`` runs the second round of bad inputs instead (issue 27: outputs onto
+inputs through every option, lists of other files, damaged frames, divergence, the
+environment): each must fail with one line and its documented exit status within a few
+seconds (or, for the cases marked so, succeed), write nothing outside its output, and
+leave nothing behind (no staging folder, no lock, nothing in TMPDIR, no child process)::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_hostile.py --refusals
 """
 
 from __future__ import annotations
@@ -212,7 +220,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="run only the cases whose name holds this")
     parser.add_argument("--keep", type=Path, help="make the inputs here (kept)")
+    parser.add_argument("--refusals", action="store_true", help="the refusals of issue 27")
     args = parser.parse_args()
+    if args.refusals:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from hostile_refusals import run_refusals
+
+        return run_refusals(args.only)
     print("| case | input bytes | exit | seconds | peak MiB | estimate MiB | last line |")
     print("|---|---|---|---|---|---|---|")
     bad = 0

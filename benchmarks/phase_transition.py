@@ -19,6 +19,12 @@ which measures whether the planted low-rank part was found. Best-pair and NCF ar
 true rank and alpha (user-inferred hyperparameters, as in the paper); iEALM uses the paper's
 lambda = 1/sqrt(m), mu = 1.25/||A||_2, rho = 1.5 and finds rank and sparsity itself.
 
+The start is not the paper's by default: best pair and NCF start from bpvideo's robust
+start (``--init robust``, see docs/method.md), where the paper starts from ``Y_0 = 0``
+(``--init zeros``, or ``--init both`` for the two side by side). From ``Y_0 = 0`` best
+pair stalls on most of the paper's instances at m = 100; the tables say which start
+they used. A solve that diverges counts as a failure.
+
 Usage::
 
     python benchmarks/phase_transition.py --size 100 --grid 6 --trials 3 --out pt.png
@@ -39,7 +45,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bpvideo.errors import ConvergenceWarning
+from bpvideo.errors import ConvergenceWarning, Diverged
 from bpvideo.solvers import SolverResult, best_pair, ialm, ncf
 from bpvideo.synthetic import make_rpca_problem
 
@@ -47,19 +53,40 @@ METHODS: dict[str, str] = {"bestpair": "Best pair RPCA", "ncf": "RPCA NCF", "ial
 CRITERIA: tuple[str, ...] = ("residual", "recovery")
 
 
+#: Starts of ``--init``: bpvideo's robust start, the paper's ``Y_0 = 0``.
+INITS = ("robust", "zeros")
+
+
 def run_method(
-    name: str, A: np.ndarray, rank: int, sparsity: float, *, max_iter: int, tol: float
-) -> SolverResult:
-    """Run one method with the paper's settings (warnings at max_iter are silenced)."""
+    name: str,
+    A: np.ndarray,
+    rank: int,
+    sparsity: float,
+    *,
+    max_iter: int,
+    tol: float,
+    init: str = "robust",
+) -> SolverResult | None:
+    """Run one method with the paper's settings from start ``init`` (warnings at max_iter
+    are silenced); None when the solve diverged."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        if name == "bestpair":
-            return best_pair(A, rank, sparsity, max_iter=max_iter, tol=tol, sweeps=0)
-        if name == "ncf":
-            return ncf(A, rank, sparsity, max_iter=max_iter, tol=tol, sweeps=0)
+        try:
+            if name == "bestpair":
+                return best_pair(A, rank, sparsity, max_iter=max_iter, tol=tol, sweeps=0,
+                                 init=init)  # fmt: skip
+            if name == "ncf":
+                return ncf(A, rank, sparsity, max_iter=max_iter, tol=tol, sweeps=0, init=init)
+        except Diverged:
+            return None
         if name == "ialm":
             return ialm(A, max_iter=max_iter, tol=tol)
     raise ValueError(f"unknown method {name!r}: choose from {', '.join(METHODS)}")
+
+
+def method_key(method: str, init: str) -> str:
+    """``bestpair`` (robust start) or ``bestpair@zeros``; iEALM has no start to choose."""
+    return method if init == "robust" or method == "ialm" else f"{method}@{init}"
 
 
 def phase_transition(
@@ -76,11 +103,16 @@ def phase_transition(
     tol: float,
     seed: int,
     progress: Callable[[str], None] | None = None,
+    inits: tuple[str, ...] = ("robust",),
 ) -> dict[tuple[str, str], np.ndarray]:
-    """Success fractions, keyed by ``(method, criterion)``, each ``len(ranks) x len(alphas)``."""
+    """Success fractions, keyed by ``(method_key(method, init), criterion)``, each
+    ``len(ranks) x len(alphas)``."""
+    runs = list(
+        dict.fromkeys((m, i) for m in methods for i in inits if m != "ialm" or i == inits[0])
+    )
     success = {
-        (method, crit): np.zeros((len(ranks), len(alphas)))
-        for method in methods
+        (method_key(m, i), crit): np.zeros((len(ranks), len(alphas)))
+        for m, i in runs
         for crit in CRITERIA
     }
     for i, rank in enumerate(ranks):
@@ -97,12 +129,16 @@ def phase_transition(
                 )
                 norm_A = np.linalg.norm(problem.A)
                 norm_L = np.linalg.norm(problem.L)
-                for method in methods:
-                    res = run_method(method, problem.A, rank, alpha, max_iter=max_iter, tol=tol)
+                for method, init in runs:
+                    res = run_method(method, problem.A, rank, alpha, max_iter=max_iter, tol=tol,
+                                     init=init)  # fmt: skip
+                    if res is None:  # diverged: a failure
+                        continue
                     residual = np.linalg.norm(problem.A - res.L - res.S) / norm_A
                     recovery = np.linalg.norm(res.L - problem.L) / norm_L
-                    success[method, "residual"][i, j] += residual < eps
-                    success[method, "recovery"][i, j] += recovery < eps_recovery
+                    key = method_key(method, init)
+                    success[key, "residual"][i, j] += residual < eps
+                    success[key, "recovery"][i, j] += recovery < eps_recovery
         if progress is not None:
             progress(
                 f"rank {rank:3d} (rho_r {rank / size:.3f}): {len(alphas)} alphas x {trials} "
@@ -144,6 +180,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--methods",
         default=",".join(METHODS),
         help=f"comma-separated subset of {','.join(METHODS)}",
+    )
+    parser.add_argument(
+        "--init",
+        choices=(*INITS, "both"),
+        default="robust",
+        help="start of best pair and NCF: bpvideo's robust start, the paper's Y_0 = 0 "
+        "(zeros), or both side by side",
     )
     parser.add_argument("--out", default="phase_transition.png", help="PNG heatmap path")
     parser.add_argument("--no-plot", action="store_true", help="print the tables only")
@@ -205,7 +248,7 @@ def plot(
                 vmax=1.0,
                 interpolation="nearest",
             )
-            ax.set_title(f"{METHODS[method]}\n{thresholds[crit]}", fontsize=9)
+            ax.set_title(f"{_title(method)}\n{thresholds[crit]}", fontsize=9)
             ax.set_xlabel("alpha")
             if col == 0:
                 ax.set_ylabel("rho_r = r / m")
@@ -266,28 +309,39 @@ def main(argv: list[str] | None = None) -> int:
             tol=args.tol,
             seed=args.seed,
             progress=progress,
+            inits=INITS if args.init == "both" else (args.init,),
         )
     elapsed = time.perf_counter() - t0
+    keys = list(dict.fromkeys(method for method, _ in fractions))
 
     print(
         f"# phase transition: m = n = {size}, outliers in +-{args.magnitude:g}, "
         f"{args.trials} trial(s), max_iter {args.max_iter}, tol {args.tol:g}, seed {args.seed}, "
-        f"{elapsed:.1f}s"
+        f"{elapsed:.1f}s; start of best pair and NCF: {args.init} (the paper's: zeros)"
     )
     for crit in CRITERIA:
-        for method in args.methods:
+        for method in keys:
             what = (
                 f"||A-L^-S^||_F/||A||_F < {args.eps:g}"
                 if crit == "residual"
                 else f"||L^-L||_F/||L||_F < {args.eps_recovery:g}"
             )
-            print(f"\n## {METHODS[method]}: success fraction, {crit} ({what})")
+            print(f"\n## {_title(method)}: success fraction, {crit} ({what})")
             print(format_table(fractions[method, crit], ranks, alphas, size))
 
     if plt is not None:
-        plot(fractions, args.methods, ranks, alphas, args, plt)
+        plot(fractions, keys, ranks, alphas, args, plt)
         progress(f"wrote {args.out}")
     return 0
+
+
+def _title(key: str) -> str:
+    """``Best pair RPCA (start Y_0 = 0)`` for ``bestpair@zeros``."""
+    method, _, init = key.partition("@")
+    start = {"zeros": "start Y_0 = 0, the paper's", "": ""}.get(init, f"start {init}")
+    if not init and method != "ialm":
+        start = "robust start"
+    return f"{METHODS[method]} ({start})" if start else METHODS[method]
 
 
 if __name__ == "__main__":

@@ -265,7 +265,7 @@ def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
             start, end = int(first or 0), (int(last) if last else None)
         else:
             start, end = (int(v) for v in value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # Overflow: a YAML .inf
         raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
     if start < 0 or (end is not None and end < start + 2):
         raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")

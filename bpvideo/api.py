@@ -300,6 +300,7 @@ def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -
         pix_fmt=settings.pix_fmt,
         stdin=stdin,
         allow_partial=settings.allow_partial,
+        allow_references=settings.allow_references,
     )
 
 
@@ -319,7 +320,8 @@ def _learned(
     start, end = parse_span(settings.learn) if settings.learn is not None else (0, None)
     count = None if end is None else -(-(end - start) // settings.step)
     source = open_source(path, start=start, frames=count, step=settings.step,
-                         scale=settings.scale, allow_partial=settings.allow_partial)  # fmt: skip
+                         scale=settings.scale, allow_partial=settings.allow_partial,
+                         allow_references=settings.allow_references)  # fmt: skip
     try:
         t = time.perf_counter()
         learned = learn(source, settings, callback=callback)
@@ -476,14 +478,30 @@ class BackgroundModel:
         Parameters
         ----------
         frames : (H, W[, 3]) array_like, or (T, H, W[, 3]), or iterable of frames
-            One frame or many, of the size the model learned on.
+            One frame or many, of the size the model learned on: uint8, or grey levels
+            0..255 of another dtype (float images of 0..1 are refused: multiply by 255).
+            An array of 3 dimensions is one colour frame when its last axis holds 1, 3
+            or 4 channels and is not the learned width (else T grey frames).
 
         Returns
         -------
         (H, W) bool ndarray for one frame, (T, H, W) for many.
+
+        Raises
+        ------
+        InputError
+            Frames of another size than the learned one, of 4 channels, or of 0..1.
         """
         learned = self.learned
         single = _is_one_frame(frames, learned.native_size)
+        if single:
+            frame = np.asarray(frames)
+            w, h = learned.native_size
+            if frame.shape[:2] != (h, w):
+                raise InputError(
+                    f"the frame is {frame.shape[1]}x{frame.shape[0]} but the background was "
+                    f"learned on {w}x{h}: give frames of that size"
+                )
         source = open_frames([frames] if single else frames, scale=self.settings.scale)
         with threadpool_limits(limits=1, user_api="blas"):
             masks = [b.masks for b in iter_learned_blocks(learned, source, self.settings)]
@@ -496,5 +514,7 @@ def _is_one_frame(frames: Any, native_size: tuple[int, int]) -> bool:
     if not isinstance(frames, np.ndarray):
         return False
     w, h = native_size
-    return frames.ndim == 2 or (frames.ndim == 3 and frames.shape[:2] == (h, w)
-                                and frames.shape[2] in (1, 3))  # fmt: skip
+    if frames.ndim == 2 or (frames.ndim == 3 and frames.shape[:2] == (h, w)):
+        return True
+    # (H', W', C): one frame of another size (refused with its size), not H' grey frames
+    return frames.ndim == 3 and frames.shape[2] in (1, 3, 4) and frames.shape[1:] != (h, w)

@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "BpvideoError",
     "ConvergenceWarning",
+    "Diverged",
     "InputError",
     "Terminated",
     "WorkError",
@@ -191,6 +192,11 @@ class WorkError(BpvideoError):
     """Work that failed part-way: decoding, writing, solving (exit code 1)."""
 
     exit_code = 1
+
+
+class Diverged(WorkError):
+    """A solve whose iterates grew without bound (or became NaN/inf): nothing it gave can
+    be used. Its message says which option to lower (exit code 1)."""
 
 
 class Terminated(BaseException):

@@ -150,6 +150,12 @@ class Tracker:
         self.frames += frames
         self._tell()
 
+    def start_window(self, number: int) -> None:
+        """Window ``number`` (from 1) is being solved: its frames may have been read ahead,
+        before the previous window was written, so reading alone cannot tell."""
+        self.window = max(self.window, number)
+        self._next = False
+
     def window_done(self) -> None:
         """The current window is written: the next frame read is the next window's."""
         self._next = True

@@ -302,11 +302,14 @@ class Report:
     Attributes are the keys of ``summary.json``: ``input``, ``output`` (None when nothing
     was written), ``frame_numbers`` (number of each frame in the source: 0-based decode
     index, or the number in a frame file's name), ``mask_numbers`` (the number in the name
-    of each frame's mask file), ``width``, ``height``, ``channels``, ``fps``,
+    of each frame's mask file), ``times`` (seconds of each frame from the source's first
+    frame: a video's own timestamps, so a variable frame rate shows; null when unknown),
+    ``width``, ``height``, ``channels``, ``fps``,
     ``observed_fraction``, ``settings``, ``solver``, ``masks``, ``windows``, ``outputs``,
-    ``partial``, ``frames_expected``, ``seconds``; ``learned`` (a learned background:
-    where it was learned), ``evaluation`` (with ground truth) and ``events`` (the rows of
-    ``events.csv``) when there are some.
+    ``partial``, ``frames_expected``, ``skipped`` (files of a folder of frames that are
+    not frames, and damaged frames skipped, each ``{"file", "why"}``), ``seconds``;
+    ``learned`` (a learned background: where it was learned), ``evaluation`` (with ground
+    truth) and ``events`` (the rows of ``events.csv``) when there are some.
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -314,6 +317,7 @@ class Report:
     output: str | None
     frame_numbers: list[int]
     mask_numbers: list[int]
+    times: list[float | None]
     width: int
     height: int
     channels: int
@@ -326,6 +330,7 @@ class Report:
     outputs: dict[str, str] | None
     partial: bool
     frames_expected: int
+    skipped: list[dict[str, str]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     learned: dict[str, Any] | None = None
     evaluation: dict[str, Any] | None = None
@@ -346,6 +351,7 @@ class Report:
             "frames": self.frames,
             "frame_numbers": self.frame_numbers,
             "mask_numbers": self.mask_numbers,
+            "times": self.times,
             "width": self.width,
             "height": self.height,
             "channels": self.channels,
@@ -359,7 +365,8 @@ class Report:
         }
         if self.learned is not None:
             out["learned"] = self.learned
-        out.update(partial=self.partial, frames_expected=self.frames_expected)
+        out.update(partial=self.partial, frames_expected=self.frames_expected,
+                   skipped=self.skipped)  # fmt: skip
         if self.evaluation is not None:
             out["evaluation"] = self.evaluation
         out["seconds"] = self.seconds

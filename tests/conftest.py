@@ -247,3 +247,19 @@ def default_signals() -> None:
     convention bpvideo follows too), so the child gets the terminal's default whatever
     started the tests."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A folder on a tmpfs of 128 KiB (a full disk in a few frames); skips where mounting
+    is not allowed (not root, a container without the capability)."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(folder)],
+                          capture_output=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)

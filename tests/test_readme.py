@@ -31,3 +31,56 @@ def test_readme_examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert result.attempted >= 15
     assert result.failed == 0, f"{result.failed} README example(s) failed: see the output above"
     assert (tmp_path / "out" / "summary.json").is_file()
+
+
+# --- the docs say what the code does (issue 27) ------------------------------------------
+
+#: "see X" in a help text or a doc: a file of the repository, or a section that exists.
+_SEE = re.compile(r"\(?see ((?:docs/)?[\w.-]+\.md|README)(?:,? \"?([A-Z][\w ]+)\"?)?")
+
+
+def _headings(path: Path) -> list[str]:
+    return [line.lstrip("#").strip() for line in path.read_text().splitlines()
+            if line.startswith("#")]  # fmt: skip
+
+
+def test_every_see_points_at_something_that_exists() -> None:
+    from bpvideo.settings import option_specs
+
+    texts = {f"--{name} help": spec.help for name, _, spec in option_specs()}
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        texts[doc.name] = doc.read_text()
+    for where, text in texts.items():
+        for target, section in _SEE.findall(text):
+            path = REPO / ("README.md" if target == "README" else target)
+            if not path.exists():
+                path = REPO / "docs" / target
+            assert path.exists(), (where, target)
+            if section:
+                assert any(section.strip() in h for h in _headings(path)), (where, section)
+        for section in re.findall(r"\(see ([A-Z][a-z]+)\)", text):  # a section of itself
+            doc = REPO / ("README.md" if where == "README.md" else f"docs/{where}")
+            assert doc.exists() and any(section in h for h in _headings(doc)), (where, section)
+
+
+def test_the_configs_name_their_reports_as_batch_does() -> None:
+    from bpvideo.settings import REPORT_SUFFIX
+
+    for config in sorted((REPO / "configs").glob("*.yaml")):
+        for line in config.read_text().splitlines():
+            if line.startswith("report:"):
+                name = line.split()[1].rsplit("/", 1)[-1]
+                assert name == f"{config.stem}{REPORT_SUFFIX}", (config.name, line)
+
+
+def test_the_evaluate_example_gives_its_f_measure(tmp_path: Path) -> None:
+    """docs/evaluate.md's example, run: its F-measure is today's."""
+    import bpvideo
+    from bpvideo._cli import main
+
+    text = (REPO / "docs" / "evaluate.md").read_text()
+    shown = float(re.search(r"F-measure\s+([0-9.]+)", text).group(1))
+    out = tmp_path / "out"
+    assert main(["separate", str(REPO / "sample_data/sample.mp4"), "-o", str(out), "-q"]) == 0
+    scores = bpvideo.evaluate(out, REPO / "sample_data/groundtruth").summary
+    assert round(scores["f_measure"], 4) == shown

@@ -211,11 +211,10 @@ def separate(
     per input when there are several (JSON lines with --json).
     """
     from bpvideo.api import separate_file
-    from bpvideo.io.guard import check_jobs
     from bpvideo.io.paths import expand_inputs, plan_outputs
 
     verbosity = _verbosity(verbose, quiet)
-    configure_logging(verbosity, logfile)
+    configure_logging(verbosity)  # --logfile once the guard has seen it
     given = {k: v for k, v in options.items() if v is not None and v != ()}
     if config_file is not None:  # flag > file > built-in default
         from_file = _defaults_file(config_file, debug)
@@ -231,8 +230,8 @@ def separate(
             option=("masks_to", settings.masks_to),
         )
     outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
-    if len(paths) > 1:  # no input may be another's output (one input: separate_file checks)
-        check_jobs((path, out, settings) for path, out in zip(paths, outputs, strict=True))
+    _guard(paths, outputs, settings, config_file, logfile)
+    configure_logging(verbosity, logfile)
     callback, bar = iteration_table(verbosity), progress_bar(verbosity)
     failed = 0
     for path, out in zip(paths, outputs, strict=True):
@@ -257,6 +256,34 @@ def separate(
     if failed:
         click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
         raise click.exceptions.Exit(1)
+
+
+def _guard(
+    paths: list[str],
+    outputs: list[Any],
+    settings: SeparateSettings,
+    config_file: str | None,
+    logfile: str | None,
+) -> None:
+    """No input may be another's output, nor the defaults file or ``--logfile`` any of
+    them (one input, no file of the command's own: :func:`separate_file` checks)."""
+    from bpvideo.io.guard import check_jobs, config_reads, logfile_access
+    from bpvideo.io.paths import default_output
+    from bpvideo.io.sources import check_input_name
+
+    if len(paths) == 1 and config_file is None and logfile is None:
+        return
+    if len(paths) == 1:
+        check_input_name(paths[0])
+        if outputs[0] is not None and not str(outputs[0]).strip():
+            return  # refused by separate_file, with its message
+    jobs = []
+    for path, out in zip(paths, outputs, strict=True):
+        out = out if out is not None else "stdin-bpvideo" if path == "-" else default_output(path)
+        jobs.append((path, out, settings))
+    check_jobs(
+        jobs, reads=config_reads(config_file, "the defaults file"), writes=logfile_access(logfile)
+    )
 
 
 def _defaults_file(path: str, debug: bool) -> dict[str, Any]:
@@ -360,10 +387,11 @@ def evaluate(
     from bpvideo.evaluate.scoring import check_evaluation, format_table
     from bpvideo.evaluate.scoring import evaluate as score
 
-    configure_logging(_verbosity(verbose, quiet), logfile)
+    configure_logging(_verbosity(verbose, quiet))  # --logfile once the guard has seen it
     if csv_path is None and (Path(masks) / "masks").is_dir():
         csv_path = str(Path(masks) / "evaluation.csv")
-    check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path)
+    check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path, logfile=logfile)
+    configure_logging(_verbosity(verbose, quiet), logfile)
     troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
     result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is not None:
@@ -442,7 +470,7 @@ def batch(
     from bpvideo.batch.run import BatchOptions, run_batch
 
     verbosity = _verbosity(verbose, quiet)
-    configure_logging(verbosity, logfile)
+    configure_logging(verbosity)  # --logfile once the guard has seen it (run_batch)
     options = BatchOptions(
         workers=workers,
         executor=executor,
@@ -451,6 +479,8 @@ def batch(
         resume=resume,
         dry_run=dry_run,
         progress=verbosity >= 0,
+        logfile=logfile,
+        checked=lambda: configure_logging(verbosity, logfile),
     )
     try:
         return run_batch(config_path, options, stdout=click.echo)

@@ -8,6 +8,7 @@ Errors are one line on stderr (``bpvideo: error: ...``), with options spelled as
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -75,6 +76,23 @@ class _ConsoleHandler(logging.StreamHandler):
             self.handleError(record)
 
 
+class _LogFileHandler(logging.FileHandler):
+    """``--logfile``: a file that fails (a full disk) is said once, on stderr, in one
+    line, and dropped; the run and its log on stderr go on (no traceback per record)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        why = getattr(error, "strerror", None) or str(error)
+        logger.removeHandler(self)
+        with contextlib.suppress(Exception):
+            self.close()
+        with contextlib.suppress(Exception):
+            sys.stderr.write(
+                f"bpvideo: warning: --logfile {one_line(self.baseFilename)} cannot be written "
+                f"({one_line(why)}): the log goes on on stderr only\n"
+            )
+
+
 #: Lines of a ``--logfile``: a time stamp and the level before the message.
 LOGFILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -106,7 +124,7 @@ def configure_logging(verbosity: int, logfile: str | None = None) -> None:
     handlers[0].setLevel(level)
     if logfile is not None:
         try:
-            handlers.append(logging.FileHandler(logfile, mode="a", encoding="utf-8"))
+            handlers.append(_LogFileHandler(logfile, mode="a", encoding="utf-8"))
         except OSError as exc:
             raise InputError(
                 f"{{logfile=}} cannot be opened ({exc.strerror}): give a file in a folder "
@@ -218,8 +236,25 @@ def error_line(error: BpvideoError) -> str:
     return f"bpvideo: error: {one_line(error.render({**cli_flags(), **CLI_FLAGS}))}"
 
 
+def _cwd_gone() -> bool:
+    """Whether the working folder was removed (relative paths then name nothing)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
+
+
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
+
+
+def _signal_name(signum: int) -> str:
+    """`` (SIGHUP)``, or nothing for a number without a name."""
+    try:
+        return f" ({signal.Signals(signum).name})"
+    except ValueError:
+        return ""
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -242,15 +277,21 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    from bpvideo.io.outputs import STOP_SIGNALS
+
+    previous = {}
+    for signum in STOP_SIGNALS:
+        handler = signal.getsignal(signum)
+        # SIGINT is KeyboardInterrupt already; an ignored signal stays ignored (nohup)
+        if signum != signal.SIGINT and handler is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, _raise_terminated)
     try:
         yield
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if process_exit else handler)
         if process_exit:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-        else:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _committed() -> list:
@@ -303,7 +344,9 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
     bpvideo's errors, exit codes and signals; return the exit code.
 
     Exit codes: 0 done, 1 failed work, 2 usage error, 130 interrupted (SIGINT, Ctrl-C),
-    143 terminated (SIGTERM). Interrupted runs remove their staged outputs first.
+    ``128 + N`` stopped by signal N (143 SIGTERM, 129 SIGHUP, 131 SIGQUIT...: the
+    :data:`~bpvideo.io.outputs.STOP_SIGNALS`). Interrupted runs remove their staged
+    outputs first.
     """
     _open_closed_streams()
     if argv is None:  # this process is bpvideo's own
@@ -315,9 +358,13 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
         with _sigterm_raises(process_exit=argv is None):
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
-        click.echo(_interrupted(f"terminated by signal {exc.signum}", before), err=True)
+        name = _signal_name(exc.signum)
+        click.echo(_interrupted(f"terminated by signal {exc.signum}{name}", before), err=True)
         return 128 + exc.signum
     except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:  # ``bpvideo`` alone: its help, as is
+        click.echo(exc.format_message(), err=True)
         return exc.exit_code
     except click.ClickException as exc:
         hint = ""
@@ -346,10 +393,71 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        stdout_failed = _stdout_failure(exc)
+        if stdout_failed is not None:
+            click.echo(_stdout_lost(stdout_failed, before), err=True)
+            return 1
+        if isinstance(exc, OSError) and _cwd_gone():
+            click.echo(
+                "bpvideo: error: the current folder no longer exists (it was removed while "
+                "the shell was in it): cd to a folder that exists, or give absolute paths",
+                err=True,
+            )
+            return 2
         click.echo(
             f"bpvideo: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with "
             "--debug for the traceback and report it)",
             err=True,
         )
         return 1
+    try:  # what is still buffered for stdout: written now, where a failure can be said
+        sys.stdout.flush()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            _stdout_to_devnull()
+            return 1
+        click.echo(_stdout_lost(exc, before), err=True)
+        _stdout_to_devnull()
+        return 1
     return result if isinstance(result, int) else 0
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, dropping what is buffered: the interpreter's last flush
+    then cannot fail (or print a traceback) after the error was said."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _stdout_failure(exc: BaseException) -> OSError | None:
+    """``exc`` when it is a failed write to stdout (a full device, an I/O error), checked
+    by writing out what stdout still buffers; else None."""
+    if not isinstance(exc, OSError) or isinstance(exc, BrokenPipeError):
+        return None
+    tb = exc.__traceback__
+    while tb is not None:  # raised inside click.echo(..., file=stdout)?
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "echo" and "click" in frame.f_code.co_filename:
+            stream = frame.f_locals.get("file")
+            if getattr(stream, "name", None) == "<stdout>" or stream is sys.stdout:
+                return exc
+        tb = tb.tb_next
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return exc
+    return None
+
+
+def _stdout_lost(exc: OSError, before: int) -> str:
+    """The line for data that stdout could not take; names a result that is complete."""
+    why = one_line(exc.strerror or str(exc))
+    complete = _committed()[before:]
+    done = (f"; the result in {complete[-1]} is complete (summary.json written): read it "
+            "there" if complete else "")  # fmt: skip
+    _stdout_to_devnull()
+    return f"bpvideo: error: stdout could not be written ({why}){done}"

@@ -47,6 +47,7 @@ from bpvideo.io.guard import check_usable
 from bpvideo.io.paths import expand_input, expand_template, template_fields
 from bpvideo.settings import (
     SeparateSettings,
+    is_span,
     merge_options,
     option_specs,
 )
@@ -73,6 +74,11 @@ EXECUTORS = ("local", "dask")
 # --------------------------------------------------------------------------------------
 # The config
 # --------------------------------------------------------------------------------------
+
+
+#: Path options besides ``mask`` (checked on its own) that a config gives relative to
+#: its folder.
+_RELATIVE_PATHS = ("learn_from", "groundtruth", "masks_to", "background_from")
 
 
 @dataclass(frozen=True)
@@ -411,6 +417,14 @@ class _Planner:
         for name in ("roi", "exclude"):  # mask images are relative to the config
             setattr(settings, name, image_specs_to(getattr(settings, name), name,
                                                    lambda v: str(self._path(v))))  # fmt: skip
+        for name in _RELATIVE_PATHS:  # relative to the config, as the docs say (not the cwd)
+            value = getattr(settings, name)
+            if (
+                isinstance(value, str)
+                and value not in ("-", "auto", "none")
+                and not (name == "background_from" and is_span(value))
+            ):
+                setattr(settings, name, str(self._path(value)))
         return settings
 
     def _inputs(self, where: str, line: int, entry: LineDict, keys: dict[str, Any]) -> list[Path]:

@@ -75,9 +75,13 @@ def _worker_main(
     conn: Connection, initializer: Callable[..., None] | None, initargs: tuple
 ) -> None:
     """A worker: run ``(fn, args)`` items from ``conn`` until told to stop (``None``)."""
-    # Ctrl-C reaches every process of the terminal's group: the batch stops its workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    # Ctrl-C (and a hang-up, SIGQUIT) reach every process of the terminal's group: the
+    # batch stops its workers. Other stop signals sent to a worker stop its job as SIGTERM.
+    from bpvideo.io.outputs import STOP_SIGNALS
+
+    for signum in STOP_SIGNALS:
+        group = signum in (signal.SIGINT, signal.SIGHUP, getattr(signal, "SIGQUIT", -1))
+        signal.signal(signum, signal.SIG_IGN if group else _raise_terminated)
     threading.Thread(target=_watch_batch, name="bpvideo-watch-batch", daemon=True).start()
     try:
         if initializer is not None:

@@ -17,6 +17,7 @@ which jobs finished, which were interrupted and which never started.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -33,8 +34,8 @@ from bpvideo.allocator import own_process
 from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.pool import GRACE, WorkerPool
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
-from bpvideo.errors import BpvideoError, InputError, Terminated
-from bpvideo.io.guard import Access, check_jobs
+from bpvideo.errors import BpvideoError, InputError, Terminated, literal
+from bpvideo.io.guard import Access, check_access, logfile_access, separate_access
 from bpvideo.io.outputs import signals_deferred
 from bpvideo.limits import REPORT_SUFFIX
 
@@ -303,6 +304,9 @@ class BatchOptions:
     resume: bool = False
     dry_run: bool = False
     progress: bool = True
+    #: ``--logfile``: checked by the guard like the report, then ``checked`` is called
+    logfile: str | None = None
+    checked: Callable[[], None] | None = None
 
 
 def report_path(config: BatchConfig, options: BatchOptions) -> Path:
@@ -348,14 +352,18 @@ def run_batch(
     config = load_config(config_path)
     executor_name, scheduler, workers = _executor(config, options)
     path = report_path(config, options)
-    check_jobs(
-        ((job.input, job.output, job.make_settings()) for job in config.jobs),
-        reads=[Access(config.path, "the config")],
-        writes=[
-            Access(path, "the report", "--report"),
-            Access(events_path(path), "the events table", "--report"),
-        ],
+    fix = (
+        "--report"
+        if options.report is not None or config.report is None
+        else "'report:' (or --report)"
     )
+    check_access(
+        [Access(config.path, "the config"), *job_accesses(config, reads=True)],
+        [Access(path, "the report", fix), Access(events_path(path), "the events table", fix),
+         *logfile_access(options.logfile), *job_accesses(config, reads=False)],
+    )  # fmt: skip
+    if options.checked is not None:  # the paths are checked: the log file may be opened
+        options.checked()
     report = BatchReport(config, path)
     todo = _todo(config, report, options)
     skipped = len(config.jobs) - len(todo)
@@ -391,6 +399,22 @@ def run_batch(
         return code
     failed = sum(1 for e in report.entries if e["status"] not in ("ok", "skipped"))
     return 1 if failed else 0
+
+
+def job_accesses(config: BatchConfig, *, reads: bool) -> list[Access]:
+    """What the jobs read (or write), each named by its entry and line of the config, so
+    that a clash says which ``output:`` (or ``masks-to:``) to change (batch has no -o)."""
+    found = []
+    for job in config.jobs:
+        job_reads, job_writes = separate_access(job.input, job.output, job.make_settings())
+        where = literal(f"jobs[{job.entry}] ({config.path.name}:{job.line})")
+        for access in job_reads if reads else job_writes:
+            key = "masks-to" if access.option and access.option[0] == "masks_to" else "output"
+            what = literal(access.what) if reads else f"the {key} of {where}"
+            fix = "" if reads else f"'{key}:' of {where}"
+            found.append(dataclasses.replace(access, what=f"{what} of {where}" if reads else what,
+                                             fix=fix, option=None))  # fmt: skip
+    return found
 
 
 def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> list[Job]:

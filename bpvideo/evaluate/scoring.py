@@ -36,7 +36,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError
+from bpvideo.errors import BpvideoError, InputError, WorkError
 from bpvideo.evaluate.groundtruth import (
     IS_BACKGROUND,
     IS_FOREGROUND,
@@ -46,9 +46,15 @@ from bpvideo.evaluate.groundtruth import (
     nonzero,
     read_temporal_roi,
 )
-from bpvideo.evaluate.mapping import map_frames, mask_set
+from bpvideo.evaluate.mapping import _list_masks, _resolve_masks, map_frames, mask_set
 from bpvideo.evaluate.metrics import DEFAULT_EPSILON, confusion_metrics, epsilon_proximity, ssim
-from bpvideo.io.guard import Access, check_access, folder_reads, groundtruth_reads
+from bpvideo.io.guard import (
+    Access,
+    check_access,
+    folder_reads,
+    groundtruth_reads,
+    logfile_access,
+)
 from bpvideo.io.headers import read_image
 from bpvideo.io.outputs import atomic_write_bytes
 
@@ -151,31 +157,37 @@ def check_evaluation(
     roi: str | Path | None,
     temporal_roi: str | None,
     csv_path: str | Path | None,
+    *,
+    logfile: str | Path | None = None,
 ) -> None:
-    """Refuse a CSV path that is one of the files scoring reads (a ground-truth frame, a
-    mask, the ROI...), before any work.
+    """Refuse a CSV path (or ``--logfile``) that is one of the files scoring reads (a
+    ground-truth frame, a mask, the ROI...), before any work.
 
     Raises
     ------
     InputError
         Naming the CSV, what it would replace, and ``--csv``.
     """
-    if csv_path is None:
+    if csv_path is None and logfile is None:
         return
     masks = Path(masks)
     reads = [
         Access(masks / "summary.json", "the summary"),
         Access(masks.parent / "summary.json", "the summary"),
     ]
-    for folder in (masks, masks / "masks"):
-        if folder.is_dir():
-            files = sorted(f for f in folder.iterdir() if f.is_file())
-            reads += folder_reads(folder, files, "the masks")
+    try:  # the masks scoring reads (not the earlier evaluation.csv beside them)
+        folder, _ = _resolve_masks(masks)
+        reads += folder_reads(folder, sorted(_list_masks(folder).values()), "the masks")
+    except BpvideoError:
+        pass  # reported by evaluate, with its message
     reads += groundtruth_reads(groundtruth)
     for path, what in ((roi, "the ROI"), (temporal_roi, "the temporal ROI")):
         if path is not None:
             reads.append(Access(Path(path), what))
-    check_access(reads, [Access(Path(csv_path), "--csv", "--csv")])
+    writes = logfile_access(logfile)
+    if csv_path is not None:
+        writes.append(Access(Path(csv_path), "--csv", "--csv"))
+    check_access(reads, writes)
 
 
 def _read_mask(path: Path) -> np.ndarray:

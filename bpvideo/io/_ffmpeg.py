@@ -17,16 +17,34 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
+import functools
 import math
 import os
+import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Probe", "decode", "enlarge_pipe", "executable", "file_url", "no_sigint", "probe"]
+from bpvideo.io.frame_times import Timestamps, data_end, passthrough_options
+
+__all__ = [
+    "REFERENCING",
+    "Decoding",
+    "Probe",
+    "ReferencesError",
+    "data_end_of",
+    "decode",
+    "enlarge_pipe",
+    "executable",
+    "file_url",
+    "input_options",
+    "no_sigint",
+    "probe",
+]
 
 # libavformat inside OpenCV (the probe) would print its complaints about a damaged file
 # straight to fd 2; bpvideo says what is wrong itself, in one line. OpenCV reads this once,
@@ -38,6 +56,51 @@ os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
 PIPE_BYTES = 1 << 20
 #: Seconds ffmpeg may take to say why it cannot open a file that the probe refused.
 DIAGNOSE_TIMEOUT = 20.0
+
+
+#: Demuxers that open other files named inside their input (playlists, lists of files,
+#: manifests, composition playlists, file-name patterns, scripts): refused unless
+#: allowed, whatever the file's extension (the demuxer is the one ffmpeg would pick).
+REFERENCING = (
+    "concat", "hls", "dash", "imf", "image2", "avisynth", "vapoursynth",
+    "webm_dash_manifest",
+)  # fmt: skip
+
+
+class ReferencesError(OSError):
+    """The input is read by a demuxer of :data:`REFERENCING` (``demuxer``: its name, or
+    None when ffmpeg did not say), and that was not allowed."""
+
+    def __init__(self, demuxer: str | None) -> None:
+        super().__init__(demuxer or "a list of other files")
+        self.demuxer = demuxer
+
+
+@functools.lru_cache(maxsize=1)
+def _allowed_demuxers() -> str:
+    """Every demuxer of this ffmpeg but those of :data:`REFERENCING`, comma-separated
+    (``-format_whitelist``; its list of demuxers is machine output, no file name in it)."""
+    done = subprocess.run([executable(), "-hide_banner", "-demuxers"], capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=DIAGNOSE_TIMEOUT, check=False,
+                          **no_sigint())  # fmt: skip
+    names = []
+    for line in done.stdout.decode("ascii", "replace").splitlines():
+        match = re.match(r"^ D[E. ][d. ]? +(\S+) ", line)
+        if match:
+            names += match.group(1).split(",")
+    allowed = [n for n in names if n not in REFERENCING]
+    if not allowed:  # an ffmpeg that lists no demuxer: refuse nothing rather than all
+        raise OSError("ffmpeg -demuxers listed no demuxer")
+    return ",".join(allowed)
+
+
+def input_options(references: bool = False) -> list[str]:
+    """ffmpeg's options for a file input: local files only, and (unless ``references``)
+    no demuxer of :data:`REFERENCING`."""
+    options = ["-protocol_whitelist", "file"]
+    if not references:
+        options += ["-format_whitelist", _allowed_demuxers()]
+    return options
 
 
 def file_url(path: str | os.PathLike) -> str:
@@ -134,23 +197,69 @@ class Probe:
     frame_count: int | None
 
 
-def probe(path: str | os.PathLike) -> Probe:
-    """Size, rate and frame count of a video file, from libavformat's fields.
+def safe_name(path: str | os.PathLike) -> bool:
+    """Whether OpenCV can take ``path`` as a name: it encodes names as UTF-8, so a name
+    whose bytes are not UTF-8, or a file-system encoding other than UTF-8 (``LC_ALL=C``
+    with ``PYTHONUTF8=0``), would name another file, or crash OpenCV."""
+    text = os.fspath(path)
+    try:
+        return os.fsencode(text) == text.encode("utf-8")
+    except UnicodeError:
+        return False
 
-    Read through OpenCV's FFmpeg backend (``cv2.CAP_FFMPEG``: its properties are the
-    stream's and container's fields, not text), restricted to local files, with the file
-    given as a ``file:`` URL.
+
+@contextlib.contextmanager
+def opened_name(path: str | os.PathLike) -> Iterator[str]:
+    """A name of ``path`` that OpenCV and ffmpeg take whatever its bytes: the path itself
+    when :func:`safe_name`, else ``/proc/self/fd/N`` of the file opened here (``N`` is
+    kept open for the block; a child given ``pass_fds=(N,)`` opens it as well).
 
     Raises
     ------
     OSError
+        The file cannot be opened, or the system has no ``/proc/self/fd``.
+    """
+    if safe_name(path):
+        yield os.path.abspath(os.fspath(path))
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        name = f"/proc/self/fd/{fd}"
+        if not os.path.exists(name):
+            raise OSError(errno.ENOENT, "its name cannot be given to OpenCV: rename it")
+        yield name
+    finally:
+        os.close(fd)
+
+
+def probe(path: str | os.PathLike, references: bool = False) -> Probe:
+    """Size, rate and frame count of a video file, from libavformat's fields.
+
+    Read through OpenCV's FFmpeg backend (``cv2.CAP_FFMPEG``: its properties are the
+    stream's and container's fields, not text), restricted to local files and (unless
+    ``references``) to demuxers that read no other file, with the file given as a
+    ``file:`` URL (of ``/proc/self/fd/N`` for a name OpenCV cannot take).
+
+    Raises
+    ------
+    ReferencesError
+        The file is a playlist or list of files (:data:`REFERENCING`).
+    OSError
         The file cannot be opened as a video (the message says why, from ffmpeg).
     """
+    with opened_name(path) as name:
+        return _probe("file:" + name, references)
+
+
+def _probe(url: str, references: bool) -> Probe:
     import cv2
 
-    url = file_url(path)
+    options = input_options(references)
+    capture_options = "|".join(
+        f"{k[1:]};{v}" for k, v in zip(options[::2], options[1::2], strict=True)
+    )
     previous = os.environ.get("OPENCV_FFMPEG_CAPTURE_OPTIONS")
-    os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = "protocol_whitelist;file"
+    os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = capture_options
     try:
         capture = cv2.VideoCapture(url, cv2.CAP_FFMPEG)
         try:
@@ -166,7 +275,7 @@ def probe(path: str | os.PathLike) -> Probe:
             os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = previous
     width, height, fps, count = props
     if not opened or not (width >= 1 and height >= 1):
-        raise OSError(_why_not(url))
+        raise _why_not(url, references)
     return Probe(
         int(width),
         int(height),
@@ -175,25 +284,48 @@ def probe(path: str | os.PathLike) -> Probe:
     )
 
 
-def _why_not(url: str) -> str:
-    """Why ffmpeg cannot decode ``url``: one line (for the message of a refused file)."""
-    cmd = [executable(), "-hide_banner", "-nostdin", "-loglevel", "error",
-           "-protocol_whitelist", "file", "-i", url, "-map", "0:V:0", "-frames:v", "1",
+def _why_not(url: str, references: bool) -> OSError:
+    """Why ffmpeg cannot decode ``url``, in one line (for the message of a refused file);
+    a :class:`ReferencesError` for a demuxer of :data:`REFERENCING`."""
+    text = _diagnose(url, references, "error")
+    if "Format not on whitelist" in text:
+        # The demuxer probed is named on a debug line ("Format hls probed with size=...");
+        # it decides nothing (the whitelist refused the file), it only names the format.
+        found = re.findall(r"Format (\w+) probed with size=", _diagnose(url, references, "debug"))
+        return ReferencesError(found[-1] if found else None)
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line.replace(url + ": ", "").replace(url, "the file") for line in lines if line]
+    if any("matches no streams" in line for line in lines):
+        return OSError("it has no video stream")
+    return OSError(lines[-1] if lines else "no video stream could be read")
+
+
+def _diagnose(url: str, references: bool, level: str) -> str:
+    """What ffmpeg prints (at ``level``) trying to decode the first frame of ``url``."""
+    cmd = [executable(), "-hide_banner", "-nostdin", "-loglevel", level,
+           *input_options(references), "-i", url, "-map", "0:V:0", "-frames:v", "1",
            "-f", "null", "-"]  # fmt: skip
     try:
         done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=DIAGNOSE_TIMEOUT, check=False, **no_sigint())  # fmt: skip
+                              timeout=DIAGNOSE_TIMEOUT, check=False, pass_fds=_fd_of(url),
+                              **no_sigint())  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return "ffmpeg could not open it"
-    lines = [line.strip() for line in done.stderr.decode("utf-8", "replace").splitlines()]
-    lines = [line.replace(url + ": ", "").replace(url, "the file") for line in lines if line]
-    if any("matches no streams" in line for line in lines):
-        return "it has no video stream"
-    return lines[-1] if lines else "no video stream could be read"
+    return done.stderr.decode("utf-8", "replace")
+
+
+def _fd_of(url: str) -> tuple[int, ...]:
+    """The file descriptor a ``file:/proc/self/fd/N`` URL names (for ``pass_fds``)."""
+    match = re.fullmatch(r"file:/proc/self/fd/(\d+)", url)
+    return (int(match.group(1)),) if match else ()
 
 
 def decode(
-    path: str | os.PathLike, width: int, height: int, pix_fmt: str = "bgr24"
+    path: str | os.PathLike,
+    width: int,
+    height: int,
+    pix_fmt: str = "bgr24",
+    references: bool = False,
 ) -> Iterator[bytes]:
     """Start ffmpeg decoding ``path`` into raw frames of ``width`` x ``height``.
 
@@ -205,30 +337,84 @@ def decode(
         Frame size (from :func:`probe`); ffmpeg scales to it should the stream differ.
     pix_fmt : {"bgr24", "gray"}
         Pixel format of the frames.
+    references : bool, default False
+        Allow the demuxers of :data:`REFERENCING`.
 
     Returns
     -------
-    generator of bytes
-        One frame per item, in decoding order. Closing it (or reading to the end) stops
-        ffmpeg. Raises RuntimeError on a frame cut short or a decoding error (the message
-        holds ffmpeg's last line).
+    Decoding
+        An iterator of bytes: one frame per item, in decoding order, every frame as the
+        stream holds it (a variable frame rate is passed through); its ``times`` give
+        each frame's timestamp. Closing it (or reading to the end) stops ffmpeg. Raises
+        RuntimeError on a frame cut short or a decoding error (the message holds
+        ffmpeg's last line).
     """
-    cmd = [
-        executable(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
-        "-protocol_whitelist", "file", "-i", file_url(path), "-map", "0:V:0", "-an", "-sn",
-        "-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{width}x{height}", "pipe:1",
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        **no_sigint(),
-    )
+    ffmpeg = executable()
+    read_end, write_end = os.pipe()
+    try:
+        with opened_name(path) as name:
+            cmd = [
+                ffmpeg, "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
+                *input_options(references), "-i", "file:" + name, "-map", "0:V:0", "-an",
+                "-sn", *passthrough_options(ffmpeg, write_end), "-f", "rawvideo", "-pix_fmt",
+                pix_fmt, "-s", f"{width}x{height}", "pipe:1",
+            ]  # fmt: skip
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(write_end, *_fd_of("file:" + name)),
+                **no_sigint(),
+            )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)  # the child's copy stays open: its end of file ends the thread
     enlarge_pipe(proc.stdout)
     log = _Stderr(proc.stderr)
     bpp = 1 if pix_fmt == "gray" else 3
-    return _frames(proc, log, width * height * bpp)
+    frames = _frames(proc, log, width * height * bpp)
+    return Decoding(frames, Timestamps(read_end), lambda: _stop(proc, log))
+
+
+class Decoding:
+    """The frames of :func:`decode` (an iterator of bytes) and their times.
+
+    Attributes
+    ----------
+    times : Timestamps
+        ``times.time(i)``: seconds of frame ``i`` from the first frame (None if unknown).
+    """
+
+    def __init__(
+        self, frames: Iterator[bytes], times: Timestamps, stop: Callable[[], None]
+    ) -> None:
+        self._frames = frames
+        self.times = times
+        self._stop = stop
+
+    def __iter__(self) -> Decoding:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._frames)
+
+    def close(self) -> None:
+        """Stop ffmpeg (also when no frame was read: the generator never started)."""
+        self._frames.close()  # type: ignore[attr-defined]
+        self._stop()
+
+
+def data_end_of(path: str | os.PathLike, references: bool = False) -> float | None:
+    """:func:`~bpvideo.io.frame_times.data_end` of a file (None when unknown)."""
+    try:
+        with opened_name(path) as name:
+            url = "file:" + name
+            return data_end(executable(), url, input_options(references), _fd_of(url))
+    except OSError:
+        return None
 
 
 def _frames(proc: subprocess.Popen, log: _Stderr, size: int) -> Iterator[bytes]:

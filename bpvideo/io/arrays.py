@@ -3,8 +3,10 @@
 ``bpvideo.separate(frames)`` takes what OpenCV and imageio give: a (T, H, W) grey or
 (T, H, W, 3) BGR array, or any iterable of (H, W) / (H, W, 3) frames (a generator reads
 them one at a time, so memory stays bounded by the window). uint8 frames are used as
-they are; other dtypes are grey levels 0..255, rounded and clipped to uint8 (scale
-images of 0..1 by 255 first). Frames are numbered from 0, as a video's.
+they are; other dtypes are grey levels 0..255, rounded and clipped to uint8. Images of
+0..1 are refused, not read as black: a float first frame whose values all lie in 0..1
+(not all 0) is taken for one, with the fix (multiply by 255). Frames are numbered from 0,
+as a video's.
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
         values = image.astype(np.float32)
         if not np.isfinite(values).all():
             raise InputError(f"frame {index} holds NaN or infinity: give grey levels 0..255")
+        if index == 0 and image.dtype.kind == "f" and 0 < values.max() <= 1 and values.min() >= 0:
+            raise InputError(
+                f"frame 0 is {image.dtype} with values in 0..1 (at most {values.max():g}): "
+                "frames are grey levels 0..255; multiply by 255 (or give uint8)"
+            )
         image = np.clip(np.rint(values), 0, 255).astype(np.uint8)
     if image.ndim == 2:
         return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)

@@ -26,9 +26,11 @@ __all__ = [
     "check_access",
     "check_jobs",
     "check_usable",
+    "config_reads",
     "folder_reads",
     "groundtruth_reads",
     "input_reads",
+    "logfile_access",
     "region_reads",
     "separate_access",
 ]
@@ -128,7 +130,7 @@ def check_access(reads: Iterable[Access], writes: Iterable[Access]) -> None:
         real = _real(w)
         if real in written:
             other = written[real]
-            raise _clash(w, other.what, other.path, "is also")
+            raise _clash(w, other.what, other.path, "is also", other.option)
         written[real] = w
         if real in read:
             raise _clash(w, literal(read[real].what), read[real].path, "would replace")
@@ -141,14 +143,18 @@ def check_access(reads: Iterable[Access], writes: Iterable[Access]) -> None:
         inside = _under(real, write_order)
         if inside is not None:
             other = written[write_order[inside]]
-            raise _clash(other, w.what, w.path, "is inside")
+            raise _clash(other, w.what, w.path, "is inside", w.option)
 
 
-def _clash(w: Access, other: str, path: Path, verb: str) -> InputError:
-    """``w`` would replace ``other`` (a template fragment) at ``path``."""
+def _clash(
+    w: Access, other: str, path: Path, verb: str, other_option: tuple[str, Any] | None = None
+) -> InputError:
+    """``w`` would replace ``other`` (a template fragment, of ``other_option`` when it is
+    another path written) at ``path``."""
     fix = f": choose another {w.fix}" if w.fix else ""
     return InputError(
-        f"{literal(w.path)}: {w.what} {verb} {other} ({literal(path)}){fix}", option=w.option
+        f"{literal(w.path)}: {w.what} {verb} {other} ({literal(path)}){fix}",
+        option=w.option or other_option,
     )
 
 
@@ -226,6 +232,20 @@ def separate_access(
         option = ("masks_to", settings.masks_to)
         writes.append(Access(Path(settings.masks_to), "{masks_to}", "{masks_to}", option))
     return reads, writes
+
+
+def logfile_access(logfile: str | os.PathLike | None) -> list[Access]:
+    """``--logfile``, a path written (appended to) like any output: it may not be an input,
+    the config, or an output of the run."""
+    if logfile is None:
+        return []
+    option = ("logfile", os.fspath(logfile))
+    return [Access(Path(logfile), "{logfile}", "{logfile}", option)]
+
+
+def config_reads(path: str | os.PathLike | None, what: str) -> list[Access]:
+    """A defaults file or a batch config: read, so no path written may be it."""
+    return [] if path is None else [Access(Path(path), what)]
 
 
 def region_reads(settings: Any) -> list[Access]:

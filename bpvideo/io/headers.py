@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from pathlib import Path
 from typing import BinaryIO
 
 import cv2
@@ -30,6 +29,7 @@ from bpvideo.limits import (
 __all__ = [
     "check_frame_size",
     "check_rate",
+    "decode_image",
     "image_size",
     "read_image",
     "read_line",
@@ -153,4 +153,16 @@ def read_image(path: str | os.PathLike, flags: int = cv2.IMREAD_UNCHANGED) -> np
     if size is None:
         return None
     check_frame_size(*size, str(path), "an image")
-    return cv2.imread(str(Path(path)), flags)
+    return decode_image(path, flags)
+
+
+def decode_image(path: str | os.PathLike, flags: int = cv2.IMREAD_UNCHANGED) -> np.ndarray | None:
+    """An image file decoded from its bytes (``cv2.imdecode``): OpenCV never gets the
+    name, which it could not take when it is not UTF-8. None when it is not an image."""
+    try:
+        data = np.fromfile(os.fspath(path), np.uint8)
+    except (OSError, ValueError):
+        return None
+    if data.size == 0:
+        return None
+    return cv2.imdecode(data, flags)

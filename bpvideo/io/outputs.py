@@ -19,7 +19,9 @@ folder is removed, and OUTDIR too when this run created it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -44,6 +46,7 @@ __all__ = [
     "OutputDir",
     "atomic_write_bytes",
     "signals_deferred",
+    "temp_failure",
     "write_json",
 ]
 
@@ -51,6 +54,9 @@ logger = logging.getLogger("bpvideo")
 
 SUMMARY = "summary.json"
 STAGING_PREFIX = ".bpvideo-partial-"
+#: The lock file of a run writing OUTDIR (flock, released and removed when the run ends):
+#: a second run into the same OUTDIR at the same time is refused.
+LOCK_NAME = ".bpvideo-lock"
 #: Names a complete result may hold (used to refuse overwriting without --overwrite).
 OUTPUT_NAMES = (
     SUMMARY,
@@ -165,9 +171,19 @@ def remove_stale_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Pat
     return removed
 
 
+#: Signals whose default is to end the process: each stops a run as SIGTERM does (its
+#: outputs removed, exit ``128 + signal``), and each is held back by
+#: :func:`signals_deferred`. SIGINT is Python's KeyboardInterrupt.
+STOP_SIGNALS: tuple[int, ...] = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+    if hasattr(signal, name)
+)
+
+
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back during a step that must not be cut in two.
+    """Hold the :data:`STOP_SIGNALS` back during a step that must not be cut in two.
 
     Used while outputs are renamed into place (an interrupted run never leaves some
     renamed and others not) and while an ffmpeg child starts (so that it is always
@@ -185,7 +201,7 @@ def signals_deferred() -> Iterator[None]:
 
     previous: dict[int, Any] = {}
     try:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in STOP_SIGNALS:
             previous[signum] = signal.signal(signum, hold)
         yield
     finally:
@@ -211,6 +227,18 @@ def write_failure(path: Path, exc: OSError) -> WorkError:
     return WorkError(
         f"{literal(path)}: writing the outputs failed: {what}{where}: {fix}; nothing was kept",
         option=("output", str(path)),
+    )
+
+
+def temp_failure(exc: OSError) -> WorkError:
+    """A one-line :class:`WorkError` for an OS error in the temporary folder (``TMPDIR``:
+    the frame spool of long videos, ffmpeg's logs), which is not the output's disk."""
+    folder = tempfile.gettempdir()
+    why = "full (no space left on the device)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) \
+        else f"not usable ({literal(exc.strerror or exc)})"  # fmt: skip
+    return WorkError(
+        f"the temporary folder {literal(folder)} (TMPDIR) is {why}: free some space there, or "
+        "set TMPDIR to a folder with room; nothing was kept"
     )
 
 
@@ -241,6 +269,7 @@ class OutputDir:
         self.staging: Path | None = None
         self._created: list[Path] = []
         self._beside: list[tuple[Path, Path]] = []  # (staged, final) outside OUTDIR
+        self._lock: int | None = None  # the open lock file while this run writes OUTDIR
 
     def check(self) -> None:
         """Refuse unusable output directories before any work starts.
@@ -257,13 +286,7 @@ class OutputDir:
                 p, f"{q}: output path is a file, not a directory: choose another {{output}}"
             )
         if p.is_dir():
-            existing = [name for name in OUTPUT_NAMES if (p / name).exists()]
-            if existing and not self.overwrite:
-                raise _refused(
-                    p,
-                    f"{q}: already holds results ({', '.join(existing)}): pass "
-                    "{overwrite=True} to replace them or choose another {output}",
-                )
+            self._check_results()
         ancestor = self._ancestor()
         if not ancestor.is_dir():
             raise _refused(
@@ -283,6 +306,50 @@ class OutputDir:
                 p, f"{q}: cannot write in {where} ({exc.strerror}): choose another {{output}}"
             ) from None
 
+    def _check_results(self) -> None:
+        """Refuse an OUTDIR that holds results, unless ``overwrite``."""
+        existing = [name for name in OUTPUT_NAMES if (self.path / name).exists()]
+        if existing and not self.overwrite:
+            raise _refused(
+                self.path,
+                f"{literal(self.path)}: already holds results ({', '.join(existing)}): pass "
+                "{overwrite=True} to replace them or choose another {output}",
+            )
+
+    def _take_lock(self) -> None:
+        """Lock OUTDIR for this run (an exclusive ``flock`` on :data:`LOCK_NAME`), or refuse
+        it when another run holds the lock; then check again for results (another run may
+        have finished since :meth:`check`)."""
+        path = self.path / LOCK_NAME
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise _refused(
+                    self.path,
+                    f"{literal(self.path)}: another bpvideo run is writing it now: wait for "
+                    "it to end or choose another {output}",
+                ) from None
+            try:  # the file a run that just ended removed is no lock: take the new one
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._lock = fd
+                break
+            os.close(fd)
+        self._check_results()
+
+    def _release_lock(self) -> None:
+        """Remove the lock file, then release it (a run waiting on it takes a new one)."""
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                (self.path / LOCK_NAME).unlink()
+            os.close(self._lock)
+            self._lock = None
+
     def _ancestor(self) -> Path:
         """The nearest existing folder on the way to OUTDIR (OUTDIR itself when it exists)."""
         ancestor = self.path
@@ -301,6 +368,7 @@ class OutputDir:
         try:
             with signals_deferred():  # __exit__ does not run if __enter__ is interrupted
                 self.path.mkdir(parents=True, exist_ok=True)
+                self._take_lock()
                 remove_stale_staging(self.path)
                 self.staging = Path(
                     tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=self.path)
@@ -365,6 +433,7 @@ class OutputDir:
             COMMITTED.append(self.path)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
+        self._release_lock()
 
     def discard(self) -> None:
         """Remove the staging folder, and OUTDIR when this run created it and it is empty."""
@@ -372,8 +441,13 @@ class OutputDir:
             staged.unlink(missing_ok=True)
         self._beside = []
         if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
+            for _ in range(5):  # a file a stopping writer still made: removed at the next try
+                shutil.rmtree(self.staging, ignore_errors=True)
+                if not os.path.lexists(self.staging):
+                    break
+                time.sleep(0.02)
             self.staging = None
+        self._release_lock()
         self._remove_created(self._created)
 
     @staticmethod
@@ -387,6 +461,7 @@ class OutputDir:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if self.staging is not None:
             self.discard()
+        self._release_lock()
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             # A closed stdout (--masks-to -) is not a write failure: the CLI ends quietly.
             raise write_failure(self.path, exc) from exc

@@ -231,8 +231,11 @@ def _iter_y4m(stream, header: Y4MHeader, name: str) -> Iterator[tuple[int, np.nd
 
 def _ffmpeg_y4m(stream, head: bytes, name: str):
     """Decode a container on ``stream`` (``head`` already read from it) into y4m by ffmpeg."""
+    from bpvideo.io.frame_times import passthrough_flag
+
+    ffmpeg = _ffmpeg.executable()
     cmd = [
-        _ffmpeg.executable(),
+        ffmpeg,
         "-hide_banner",
         "-loglevel",
         "error",
@@ -240,6 +243,7 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
         "pipe",
         "-i",
         "pipe:0",
+        *passthrough_flag(ffmpeg),  # every frame as it is: no copies fill a variable rate
         "-f",
         "yuv4mpegpipe",
         "-pix_fmt",

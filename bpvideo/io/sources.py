@@ -27,7 +27,6 @@ import math
 import os
 import re
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,9 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
+from bpvideo.limits import DEFAULT_FPS
 from bpvideo.io import _ffmpeg
+from bpvideo.io.folders import IMAGE_EXTENSIONS, decode_frame, scan_folder
 from bpvideo.io.headers import check_rate, image_size
 from bpvideo.io.pipes import open_pipe
 from bpvideo.io.stream import (
@@ -50,7 +51,6 @@ from bpvideo.io.stream import (
     select_frames,
     selected_count,
 )
-from bpvideo.limits import DEFAULT_FPS
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -72,7 +72,6 @@ logger = logging.getLogger("bpvideo")
 if hasattr(cv2, "utils") and hasattr(cv2.utils, "logging"):
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_FATAL)
 
-IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -106,6 +105,8 @@ class VideoProbe:
     files: list[Path] = field(default_factory=list)
     numbers: list[int] = field(default_factory=list)
     numbering: str = "index"
+    references: bool = False
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def short_read_tolerance(expected: int) -> int:
@@ -126,11 +127,9 @@ def _natural_key(path: Path) -> tuple[str, int, str]:
 
 
 def list_image_files(folder: Path) -> list[Path]:
-    """Frame files of an image folder, in frame order.
-
-    Uses ``folder/input`` when present (changedetection.net layout). Among image files,
-    the largest group sharing a name prefix and extension is taken (Wallflower keeps its
-    ground-truth frame beside the input frames).
+    """Frame files of an image folder, in frame order (the rule of
+    :mod:`bpvideo.io.folders`: ``input/`` when it holds images, hidden and other files
+    skipped, the largest group of names of one pattern, in the order of their numbers).
 
     Parameters
     ----------
@@ -140,26 +139,8 @@ def list_image_files(folder: Path) -> list[Path]:
     Returns
     -------
     list of Path
-        Sorted by the trailing number of the name.
     """
-    if (folder / "input").is_dir():
-        folder = folder / "input"
-    images = [p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file()]
-    if not images:
-        return []
-    groups = Counter(_natural_key(p)[0::2] for p in images)
-    (prefix, ext), _ = groups.most_common(1)[0]
-    chosen = sorted((p for p in images if _natural_key(p)[0::2] == (prefix, ext)), key=_natural_key)
-    if len(chosen) < len(images):
-        logger.info(
-            "%s: using %d frames named %s*%s, ignoring %d other image(s)",
-            folder,
-            len(chosen),
-            prefix,
-            ext,
-            len(images) - len(chosen),
-        )
-    return chosen
+    return scan_folder(folder).files
 
 
 def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
@@ -170,33 +151,54 @@ def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
     return list(range(len(files))), "index"
 
 
-def _video_info(path: Path) -> VideoProbe:
+def _video_info(path: Path, references: bool = False) -> VideoProbe:
     """The :class:`VideoProbe` of a video file (libavformat's fields, see
     :func:`bpvideo.io._ffmpeg.probe`)."""
     try:
-        found = _ffmpeg.probe(path)
+        found = _ffmpeg.probe(path, references)
+    except _ffmpeg.ReferencesError as exc:
+        kind = f" ({exc.demuxer})" if exc.demuxer else ""
+        raise InputError(
+            f"{literal(path)}: is a playlist or a list of other files{kind}, which would make "
+            "ffmpeg read the files it names: give a video file, or pass {allow_references} "
+            "if you trust the list",
+            option=("allow_references", True),
+        ) from None
     except OSError as exc:
         raise InputError(
             f"{path}: cannot be decoded as a video ({exc}): check the file, or re-encode it "
             "with ffmpeg -i IN -c:v libx264 OUT.mp4"
         ) from None
     fps = DEFAULT_FPS if found.fps is None else found.fps
-    return VideoProbe("video", found.width, found.height, fps, found.frame_count)
+    return VideoProbe("video", found.width, found.height, fps, found.frame_count,
+                      references=references)  # fmt: skip
 
 
 def _read_frame(file: Path, width: int, height: int) -> np.ndarray:
     """One frame file of a folder, decoded once its header says it has the folder's size."""
     size = image_size(file)
     if size is None:
-        raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+        raise DamagedFrame(file, "cannot be read as an image")
     if sorted(size) != sorted((width, height)):  # (the EXIF orientation may turn it)
         raise _other_size(file, *size, width, height)
-    image = cv2.imread(str(file), cv2.IMREAD_COLOR)
+    image, why = decode_frame(file)
     if image is None:
-        raise InputError(f"{file}: cannot be read as an image: remove or replace it")
+        raise DamagedFrame(file, why or "cannot be read as an image")
     if image.shape[:2] != (height, width):
         raise _other_size(file, image.shape[1], image.shape[0], width, height)
     return image
+
+
+class DamagedFrame(InputError):
+    """A frame file of a folder that cannot be decoded, or is cut short."""
+
+    def __init__(self, file: Path, why: str) -> None:
+        super().__init__(
+            f"{literal(file)}: {literal(why)}: remove or replace it, or pass "
+            "{allow_partial=True} to skip damaged frames",
+            option=("allow_partial", True),
+        )
+        self.file, self.why = file, why
 
 
 def _other_size(file: Path, w: int, h: int, width: int, height: int) -> InputError:
@@ -206,13 +208,15 @@ def _other_size(file: Path, w: int, h: int, width: int, height: int) -> InputErr
     )
 
 
-def probe(path: str | os.PathLike) -> VideoProbe:
+def probe(path: str | os.PathLike, references: bool = False) -> VideoProbe:
     """Find the kind, size, frame rate and length of a source without decoding it all.
 
     Parameters
     ----------
     path : str or path-like
         A video file or an image folder.
+    references : bool, default False
+        Allow a playlist or list of files (see :data:`bpvideo.io._ffmpeg.REFERENCING`).
 
     Returns
     -------
@@ -232,7 +236,8 @@ def probe(path: str | os.PathLike) -> VideoProbe:
         why = getattr(exc, "strerror", None) or str(exc)
         raise InputError(f"{p}: cannot be opened ({why}): check the path") from None
     if p.is_dir():
-        files = list_image_files(p)
+        scan = scan_folder(p)
+        files = scan.files
         if not files:
             raise InputError(
                 f"{p}: folder holds no image frames ({', '.join(sorted(IMAGE_EXTENSIONS))}): "
@@ -241,10 +246,18 @@ def probe(path: str | os.PathLike) -> VideoProbe:
         size = image_size(files[0])
         if size is None:
             raise InputError(f"{files[0]}: cannot be read as an image: remove or replace it")
-        first = _read_frame(files[0], *frame_size(*size, 1.0, str(files[0])))
+        try:
+            first = _read_frame(files[0], *frame_size(*size, 1.0, str(files[0])))
+        except DamagedFrame as exc:  # the first frame sets the size: no skipping it
+            why = f"{literal(exc.file)}: {literal(exc.why)}: remove or replace it"
+            raise InputError(why) from None
         h, w = first.shape[:2]
         numbers, numbering = _file_numbers(files)
-        return VideoProbe("folder", w, h, DEFAULT_FPS, len(files), files, numbers, numbering)
+        if scan.skipped:
+            logger.info("%s: %d frames named %s; skipped %s", scan.folder, len(files),
+                        scan.pattern, scan.summary())  # fmt: skip
+        return VideoProbe("folder", w, h, DEFAULT_FPS, len(files), files, numbers,
+                          numbering, skipped=list(scan.skipped))  # fmt: skip
     if p.stat().st_size == 0:
         raise InputError(f"{p}: file is empty: give a video file with frames in it")
     if p.suffix.lower() in IMAGE_EXTENSIONS:
@@ -252,7 +265,7 @@ def probe(path: str | os.PathLike) -> VideoProbe:
             f"{p}: is a single image, but separation needs many frames: give a video or a "
             "folder of frames"
         )
-    return _video_info(p)
+    return _video_info(p, references)
 
 
 def iter_frames(
@@ -263,6 +276,8 @@ def iter_frames(
     step: int = 1,
     info: VideoProbe | None = None,
     decoder: Iterator[bytes] | None = None,
+    times: dict[int, float] | None = None,
+    skipped: list[tuple[str, str]] | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
 
@@ -277,6 +292,12 @@ def iter_frames(
     decoder : iterator of bytes, optional
         An ffmpeg decoding ``path`` from its first frame, already started
         (:func:`bpvideo.io._ffmpeg.decode`); closed with this iterator.
+    times : dict, optional
+        Filled with the seconds of each frame yielded, by frame number (see
+        :attr:`FrameSource.times`).
+    skipped : list, optional
+        Given: damaged frame files of a folder are skipped and listed here as ``(name,
+        why)`` (else :class:`DamagedFrame` is raised).
 
     Yields
     ------
@@ -295,15 +316,10 @@ def iter_frames(
     p = Path(path)
     info = info or probe(p)
     if info.kind == "folder":
-        numbers = dict(zip(info.files, info.numbers, strict=True))
-        selected = info.files[start::step]
-        if frames is not None:
-            selected = selected[:frames]
-        for file in selected:
-            yield numbers[file], _read_frame(file, info.width, info.height)
+        yield from _folder_frames(info, start, frames, step, times, skipped)
         return
     w, h = info.width, info.height
-    gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h)
+    gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h, references=info.references)
     count, index = 0, -1
     try:
         while frames is None or count < frames:
@@ -314,20 +330,51 @@ def iter_frames(
             if buf is None:  # the end of the stream
                 if index < 0:
                     raise _undecodable(p, "no frame could be decoded")
-                _check_length(p, index + 1, info.frame_count)
+                _check_length(p, info, index + 1)
                 break
             index += 1
             if index < start or (index - start) % step:
                 continue
             count += 1
+            if times is not None:
+                t = gen.times.time(index) if hasattr(gen, "times") else None
+                times[index] = index / info.fps if t is None else t
             yield index, np.frombuffer(buf, dtype=np.uint8).reshape(h, w, 3)
     finally:
         gen.close()
 
 
-def _check_length(path: Path, decoded: int, expected: int | None) -> None:
-    """Refuse a video that ended well before the frame count its container announces."""
-    if expected is not None and expected - decoded > short_read_tolerance(expected):
+def _folder_frames(
+    info: VideoProbe,
+    start: int,
+    frames: int | None,
+    step: int,
+    times: dict[int, float] | None,
+    skipped: list[tuple[str, str]] | None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """:func:`iter_frames` of a folder: its selected frame files, read one by one."""
+    numbers = dict(zip(info.files, info.numbers, strict=True))
+    selected = info.files[start::step]
+    if frames is not None:
+        selected = selected[:frames]
+    for k, file in enumerate(selected):
+        try:
+            frame = _read_frame(file, info.width, info.height)
+        except DamagedFrame as exc:
+            if skipped is None:
+                raise
+            logger.warning("%s: %s: skipped", file, exc.why)
+            skipped.append((file.name, exc.why))
+            continue
+        if times is not None:
+            times[numbers[file]] = (start + k * step) / info.fps
+        yield numbers[file], frame
+
+
+def _check_length(path: Path, info: VideoProbe, decoded: int) -> None:
+    """Refuse a video whose data end well before the frame count its container announces."""
+    if _short(path, info, decoded):
+        expected = info.frame_count
         raise TruncatedVideoError(
             f"{path}: only {decoded} of the {expected} frames its header announces could be "
             f"decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
@@ -354,46 +401,35 @@ def _decode_failure(
     )
 
 
-def _open_stdin(
-    stream: BinaryIO,
-    selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
-    size: tuple[int, int] | None,
-    pix_fmt: str,
-    fps: float | None,
-) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
-    """:func:`open_source` of stdin: the source, its selected frames, ``(start, frames)``."""
-    start, frames, end, duration, step = selection
-    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
-    native = fps if fps is not None else (rate if size is not None else rate * step)
-    first, count = resolve_selection(start, frames, end, duration, step, native)
-    source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
-    return source, select_frames(raw, first, count, step), (first, count)
+def _short(path: Path, info: VideoProbe, decoded: int) -> bool:
+    """Whether a video that gave ``decoded`` frames ends before its container says.
+
+    The container announces a duration (its frame count is often duration x rate): a
+    variable frame rate, or audio that outlasts the video, announces more frames than
+    the video holds. Only data that end before the announced length are a truncation.
+    """
+    expected = info.frame_count
+    if expected is None or expected - decoded <= short_read_tolerance(expected):
+        return False
+    ends = _ffmpeg.data_end_of(path, info.references)
+    announced = (expected - short_read_tolerance(expected)) / info.fps
+    if ends is not None and ends >= announced:
+        logger.info(
+            "%s: %d frames, not the %d its container announces (its frame rate varies, or "
+            "other streams last longer): every frame was read",
+            path, decoded, expected,
+        )  # fmt: skip
+        return False
+    return True
 
 
-def _open_path(
-    path: str | os.PathLike,
-    selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
-    scale: float,
-    fps: float | None,
-) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
-    """:func:`open_source` of a file or folder: the source, its selected frames (decoding
-    started for a video), ``(start, frames)``."""
-    start, frames, end, duration, step = selection
-    check_input_name(path)
-    info = probe(path)
-    w, h = info.width, info.height
-    frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
-    native = info.fps if info.kind == "video" or fps is None else fps
-    first, count = resolve_selection(start, frames, end, duration, step, native)
-    rate = fps if fps is not None else (check_rate(info.fps, str(path), fps) or DEFAULT_FPS) / step
-    expected = selected_count(info.frame_count, first, count, step)
-    source = FrameSource(str(path), w, h, float(rate), expected, (w, h), iter(()),
-                         numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
-    decoder = _ffmpeg.decode(path, w, h) if info.kind == "video" else None
-    selected = iter_frames(path, start=first, frames=count, step=step, info=info, decoder=decoder)
-    if decoder is not None:  # closed by close() even when no frame is read
-        source._decoder = decoder
-    return source, selected, (first, count)
+def _timed(
+    frames: Iterator[tuple[int, np.ndarray]], times: dict[int, float], rate: float
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``frames`` (numbered by position), their times (``number / rate``) put in ``times``."""
+    for number, frame in frames:
+        times[number] = number / rate
+        yield number, frame
 
 
 def check_input_name(path: str | os.PathLike) -> None:
@@ -423,6 +459,7 @@ def open_source(
     pix_fmt: str = "gray",
     stdin: BinaryIO | None = None,
     allow_partial: bool = False,
+    allow_references: bool = False,
 ) -> FrameSource:
     """Open a video file, image folder or stdin (``"-"``) as a :class:`FrameSource`.
 
@@ -455,6 +492,8 @@ def open_source(
     allow_partial : bool, default False
         On a truncated or damaged video, end the stream at the damage (and set
         ``source.partial``) instead of raising :class:`TruncatedVideoError`.
+    allow_references : bool, default False
+        Read a playlist or list of other files (HLS, ffconcat...: refused otherwise).
 
     Returns
     -------
@@ -470,9 +509,61 @@ def open_source(
         stream = stdin if stdin is not None else sys.stdin.buffer
         source, selected, (start, frames) = _open_stdin(stream, selection, size, pix_fmt, fps)
     else:
-        source, selected, (start, frames) = _open_path(path, selection, scale, fps)
+        allow = (allow_partial, allow_references)
+        source, selected, (start, frames) = _open_path(path, selection, scale, fps, allow)
     w, h = source.width, source.height
     source.start = start
     source.width, source.height = frame_size(w, h, scale, source.name)
     source.frames = scaled_frames(source, selected, scale, allow_partial, (start, frames, step))
     return source
+
+
+def _open_stdin(
+    stream: BinaryIO,
+    selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
+    size: tuple[int, int] | None,
+    pix_fmt: str,
+    fps: float | None,
+) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
+    """:func:`open_source` of stdin: the source, its selected frames (timed at the
+    stream's rate), ``(start, frames)``."""
+    start, frames, end, duration, step = selection
+    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
+    native = fps if fps is not None else (rate if size is not None else rate * step)
+    first, count = resolve_selection(start, frames, end, duration, step, native)
+    source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
+    selected = _timed(select_frames(raw, first, count, step), source.times, native)
+    return source, selected, (first, count)
+
+
+def _open_path(
+    path: str | os.PathLike,
+    selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
+    scale: float,
+    fps: float | None,
+    allow: tuple[bool, bool],
+) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
+    """:func:`open_source` of a file or folder: the source, its selected frames (decoding
+    started for a video), ``(start, frames)``; ``allow``: partial, references."""
+    start, frames, end, duration, step = selection
+    allow_partial, allow_references = allow
+    check_input_name(path)
+    info = probe(path, allow_references)
+    w, h = info.width, info.height
+    frame_size(w, h, scale, str(path))  # before ffmpeg decodes frames of that size
+    native = info.fps if info.kind == "video" or fps is None else fps
+    first, count = resolve_selection(start, frames, end, duration, step, native)
+    rate = fps if fps is not None else (check_rate(info.fps, str(path), fps) or DEFAULT_FPS) / step
+    expected = selected_count(info.frame_count, first, count, step)
+    source = FrameSource(str(path), w, h, float(rate), expected, (w, h), iter(()),
+                         numbering=info.numbering, total_frames=info.frame_count)  # fmt: skip
+    decoder = None
+    if info.kind == "video":
+        decoder = _ffmpeg.decode(path, w, h, references=allow_references)
+    source.skipped = list(info.skipped)
+    selected = iter_frames(path, start=first, frames=count, step=step, info=info,
+                           decoder=decoder, times=source.times,
+                           skipped=source.skipped if allow_partial else None)  # fmt: skip
+    if decoder is not None:  # closed by close() even when no frame is read
+        source._decoder = decoder
+    return source, selected, (first, count)

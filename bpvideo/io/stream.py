@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import cv2
@@ -95,6 +95,14 @@ class FrameSource:
         With ``partial``: the frames the container announced.
     start : int
         Index of the first frame selected (``start`` as a frame, times converted).
+    times : dict of int to float
+        Seconds of each frame read so far, by frame number, from the source's first
+        frame: a video's own timestamps (a variable frame rate is kept as it is), else the
+        frame's position over the rate. Filled as the frames are read.
+    skipped : list of (str, str)
+        Files of a folder that are not among its frames, and why (see
+        :mod:`bpvideo.io.folders`); damaged frames skipped by ``allow_partial`` are added
+        as they are met.
     """
 
     name: str
@@ -110,6 +118,8 @@ class FrameSource:
     partial: bool = False
     frames_expected: int | None = None
     start: int = 0
+    times: dict[int, float] = field(default_factory=dict)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     _decoder: Any = None
 
     def mask_number(self, frame_number: int) -> int:

@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ReportBuilder"]
 
 
+def _finite(value: float) -> float:
+    """``value`` for comparing residuals: NaN (a diverged solve) counts as the worst."""
+    return float("inf") if value != value else value
+
+
+
 class ReportBuilder:
     """Counts the finished blocks of a run and builds its :class:`~bpvideo.records.Report`.
 
@@ -40,6 +46,7 @@ class ReportBuilder:
         self.plan = plan
         self.frame_numbers: list[int] = []
         self.mask_numbers: list[int] = []
+        self.times: list[float | None] = []
         self.reports: list[WindowReport] = []
         self.frame_shape: tuple[int, ...] = ()
         self.foreground_pixels = 0
@@ -52,6 +59,7 @@ class ReportBuilder:
         """Count a block; a window's last block counts its window."""
         self.frame_numbers.extend(block.numbers)
         self.mask_numbers.extend(self.source.mask_number(n) for n in block.numbers)
+        self.times.extend(getattr(self.source, "times", {}).get(n) for n in block.numbers)
         self.frame_shape = block.background.shape[1:]
         self.foreground_pixels += int(np.count_nonzero(block.masks))
         if block.last and block.window is not None:
@@ -84,12 +92,16 @@ class ReportBuilder:
         thresholds = [r.threshold for r in self.reports if r.threshold is not None]
         noises = [r.noise for r in self.reports if r.noise is not None]
         last = self.reports[-1]
+        # Several windows: the worst window's residual and change, not the last one's.
+        worst = max(range(len(self.reports)), key=lambda i: _finite(self.reports[i].residual))
+        changes = [r.change for r in self.reports if r.change is not None]
         plan = self.plan
         return Report(
             input=self.source.name,
             output=output,
             frame_numbers=list(self.frame_numbers),
             mask_numbers=list(self.mask_numbers),
+            times=list(self.times),
             width=width,
             height=height,
             channels=1 if len(self.frame_shape) == 2 else self.frame_shape[2],
@@ -100,10 +112,11 @@ class ReportBuilder:
                 "method": last.method,
                 "iterations": int(sum(r.iterations for r in self.reports)),
                 "converged": all(r.converged for r in self.reports),
-                "residual": last.residual,
-                "change": last.change,
+                "residual": self.reports[worst].residual,
+                "change": max(changes, key=_finite) if changes else None,
                 "solve_scale": plan.solve_scale,
                 "device": plan.device,
+                "worst_window": worst + 1,
             },
             masks={
                 "rule": self.settings.mask_rule,
@@ -123,6 +136,9 @@ class ReportBuilder:
             outputs=outputs,
             partial=self.source.partial,
             frames_expected=self.source.frames_expected if self.source.partial else n,
+            skipped=[
+                {"file": name, "why": why} for name, why in getattr(self.source, "skipped", [])
+            ],
             seconds=seconds or {},
             learned=learned,
             evaluation=evaluation,

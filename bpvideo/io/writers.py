@@ -10,7 +10,11 @@ interpreter lock).
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
+import os
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -22,9 +26,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.errors import InputError, Terminated, WorkError, literal
 from bpvideo.io import _ffmpeg
-from bpvideo.io.outputs import signals_deferred
+from bpvideo.io.outputs import STOP_SIGNALS, signals_deferred, temp_failure
 from bpvideo.io.worker import Worker
 from bpvideo.settings import default
 
@@ -161,6 +165,8 @@ class MaskWriter:
         self._worker.stop()
 
 
+#: ffmpeg's exit status when it ended on a signal it caught (SIGINT, SIGTERM...).
+FFMPEG_SIGNALLED = 255
 #: Bytes of frames queued for each encoder.
 QUEUE_BYTES = 16 << 20
 #: Up to this frame size (640x480) x264 encodes in one thread: 7-13 % less CPU than its
@@ -252,7 +258,10 @@ class VideoStream:
 
     def _open(self, frame: np.ndarray) -> None:
         cmd = self._command(frame)
-        self._log = tempfile.TemporaryFile()
+        try:
+            self._log = tempfile.TemporaryFile()
+        except OSError as exc:
+            raise temp_failure(exc) from None
         with signals_deferred():  # ffmpeg starts here: let it start under supervision
             self._proc = subprocess.Popen(
                 cmd,
@@ -343,9 +352,15 @@ class VideoStream:
             return
         assert self._worker is not None
         error = self._worker.finish()  # its last act closes ffmpeg's input
-        proc, self._proc = self._proc, None
-        code = proc.wait()
+        # self._proc stays set until ffmpeg has ended: a signal that stops the wait leaves
+        # abort() an encoder to kill (not one that writes on into a removed folder)
+        code = self._proc.wait()
+        self._proc = None
         try:
+            # stopped by a signal, not by the disk: killed by it, or (status 255) ffmpeg
+            # caught it and ended ("Exiting normally, received signal")
+            if code == FFMPEG_SIGNALLED or (code < 0 and -code in STOP_SIGNALS):
+                raise Terminated(-code if code < 0 else signal.SIGTERM)
             if error is not None or code != 0:
                 raise self._failure(error or f"exit status {code}")
         finally:
@@ -431,6 +446,41 @@ def write_video(path: Path, frames: np.ndarray, fps: float, *, lossless: bool = 
         stream.abort()
 
 
+def _open_raw(target: str) -> Any:
+    """``target`` opened for writing; a named pipe without a reader is refused at once
+    (a plain open would wait for one for ever)."""
+    try:
+        if stat.S_ISFIFO(os.stat(target).st_mode):
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:
+                    raise
+                raise InputError(
+                    f"{literal(target)}: no program reads this pipe ({{masks_to}}): start the "
+                    "reader first (e.g. ffmpeg -f rawvideo ... -i PIPE), then bpvideo",
+                    option=("masks_to", target),
+                ) from None
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "wb")
+    except FileNotFoundError:
+        pass  # a new file
+    except OSError as exc:
+        raise _raw_refused(target, exc) from None
+    try:
+        return open(target, "wb")
+    except OSError as exc:
+        raise _raw_refused(target, exc) from None
+
+
+def _raw_refused(target: str, exc: OSError) -> InputError:
+    return InputError(
+        f"{literal(target)}: cannot write the raw masks ({exc.strerror}): choose another "
+        "{masks_to}",
+        option=("masks_to", target),
+    )
+
+
 class RawMaskSink:
     """Masks as raw gray frames (0/255, H*W bytes each) to a file or to stdout (``"-"``).
 
@@ -441,8 +491,9 @@ class RawMaskSink:
 
     Notes
     -----
-    A reader that closes the pipe early raises :class:`BrokenPipeError` from
-    :meth:`write`; the CLI ends quietly on it.
+    A reader of stdout that closes the pipe early raises :class:`BrokenPipeError` from
+    :meth:`write` (the CLI ends quietly on it: ``| head``); a named pipe (FIFO) whose
+    reader goes away, or that no process reads, is a :class:`WorkError` that says so.
     """
 
     @staticmethod
@@ -474,20 +525,30 @@ class RawMaskSink:
         if self.to_stdout:
             self._fh = sys.stdout.buffer
         else:
-            try:
-                self._fh = open(target, "wb")
-            except OSError as exc:
-                raise InputError(
-                    f"{literal(target)}: cannot write the raw masks ({exc.strerror}): choose "
-                    "another {masks_to}",
-                    option=("masks_to", target),
-                ) from None
+            self._fh = _open_raw(target)
+        self.count = 0
 
     def write(self, masks: Iterable[np.ndarray]) -> None:
-        """Write boolean (H, W) masks as 0/255 bytes."""
-        for mask in masks:
-            self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
-        self._fh.flush()
+        """Write boolean (H, W) masks as 0/255 bytes.
+
+        Raises
+        ------
+        WorkError
+            The reader of a named pipe went away.
+        """
+        try:
+            for mask in masks:
+                self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
+                self.count += 1
+            self._fh.flush()
+        except BrokenPipeError:
+            if self.to_stdout:
+                raise
+            raise WorkError(
+                f"{literal(self.target)}: the program reading this pipe stopped after "
+                f"{self.count} mask(s) ({{masks_to}}): check that program; nothing was kept",
+                option=("masks_to", self.target),
+            ) from None
 
     def close(self) -> None:
         """Flush (stdout) or close (file)."""

@@ -184,6 +184,7 @@ def reopen_file(input: str, settings: SeparateSettings):
     def reopen(start: int, end: int | None) -> FrameSource:
         sel = _selection(settings, start, end)
         return open_source(input, start=sel["start"], frames=sel["count"], step=sel["step"],
-                           scale=sel["scale"], fps=settings.fps)  # fmt: skip
+                           scale=sel["scale"], fps=settings.fps,
+                           allow_references=settings.allow_references)  # fmt: skip
 
     return reopen

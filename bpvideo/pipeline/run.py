@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import Diverged, InputError, literal
 from bpvideo.io.observation import load_observation_mask, random_observation
 from bpvideo.io.regions import region_mask
 from bpvideo.io.video import video_from_frames
@@ -95,7 +96,8 @@ def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
     state = _Carry()
     if isinstance(job.empty_scene, np.ndarray):
         state.give(job.empty_scene, job.frame_shape, plan.solve_scale)
-    frames = source.frames
+    read = [0]  # frames taken from the source: more than a window's when read ahead
+    frames = _counted(source.frames, read)
     if spool is not None:  # (number, index in the spool): written to disk as they come
         frames = ((number, spool.add(frame)) for number, frame in frames)
     chunks = chunk_windows(
@@ -112,17 +114,16 @@ def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
         video = _window_video(job, chunk, new_from, state, index, spool)
         del chunk
         if index == 0:
-            _log_read(job, video)
+            _log_read(job, video, read[0])
+            _warn_unobserved(video, source.name)
         t = time.perf_counter()
         if job.progress is not None:
+            job.progress.start_window(index + 1)
             job.progress.enter("solve")
         if warm is not None:
             warm.join()
             warm = None
-        solved = solve_window(
-            video, settings, state.columns(), callback=job.callback, scale=plan.solve_scale,
-            previous_detail=state.detail, new_from=new_from, reference=state.reference,
-        )  # fmt: skip
+        solved = _solve(job, video, state, new_from, index)
         state.detail, state.reference = solved.detail, solved.reference
         clock.add("solve", time.perf_counter() - t)
         solution = _solution(job, video, new_from, solved, index, state)
@@ -277,10 +278,50 @@ def _window_video(
     return video
 
 
-def _log_read(job: Job, video: Video) -> None:
+def _solve(job: Job, video: Video, state: _Carry, new_from: int, index: int) -> Solved:
+    """Solve one window from what the previous one handed on; a diverged solve is named
+    by the input (and the window, when there are several)."""
     plan = job.plan
-    n = video.n_frames
-    windowed = plan.window is not None and n == plan.window  # else read-ahead found it all
+    try:
+        return solve_window(
+            video, job.settings, state.columns(), callback=job.callback,
+            scale=plan.solve_scale, previous_detail=state.detail, new_from=new_from,
+            reference=state.reference,
+        )  # fmt: skip
+    except Diverged as exc:
+        windowed = index > 0 or (plan.window is not None and video.n_frames == plan.window)
+        where = f" (window {index + 1})" if windowed else ""
+        raise Diverged(f"{literal(job.source.name)}{where}: {exc.template}",
+                       option=exc.option) from None  # fmt: skip
+
+
+def _warn_unobserved(video: Video, name: str) -> None:
+    """Say when the observation mask leaves pixels out of every frame of a window."""
+    if video.mask is None:
+        return
+    never = ~video.mask.any(axis=1)
+    if video.mask.shape[0] != video.height * video.width:  # colour: a pixel is 3 entries
+        never = never.reshape(video.height * video.width, -1).all(axis=1)
+    count = int(np.count_nonzero(never))
+    if count:
+        logger.warning(
+            "%s: %d pixel(s) (%.1f%%) are observed in no frame (--mask): their background "
+            "is unknown (black in the outputs) and they are never foreground",
+            name, count, 100.0 * count / never.size,
+        )  # fmt: skip
+
+
+def _counted(frames: Iterator[Any], count: list[int]) -> Iterator[Any]:
+    """``frames``, counted in ``count[0]`` as they are taken."""
+    for item in frames:
+        count[0] += 1
+        yield item
+
+
+def _log_read(job: Job, video: Video, read: int) -> None:
+    plan = job.plan
+    n = read  # all the frames read so far, the first window's and those read ahead
+    windowed = plan.window is not None and video.n_frames == plan.window  # else: all of it
     memory = "" if plan.memory is None else f"; memory {plan.memory / 2**20:.0f} MiB at most"
     logger.info(
         "read %d frames of %dx%d from %s (%.2fs)%s%s",
@@ -301,21 +342,26 @@ def _log_window(solution: Solution, solved: Solved, plan: Plan, job: Job, t_read
     assert report is not None
     if solution.info.index > 0 or (plan.window is not None and report.frames == plan.window):
         logger.info(
-            "window %d: frames %d-%d, %d iterations, converged=%s, residual %.3g (%.2fs)",
+            "window %d: frames %d-%d, %s, converged=%s, residual %.3g (%.2fs)",
             solution.info.index + 1,
             report.first_frame + 1,
             report.first_frame + report.new_frames,
-            result.iterations,
+            _iterations(result.iterations),
             result.converged,
             result.residual,
             time.perf_counter() - t_read,
         )
     else:
         logger.info(
-            "%s: %d iterations, converged=%s, residual %.3g (%.2fs)",
+            "%s: %s, converged=%s, residual %.3g (%.2fs)",
             result.method,
-            result.iterations,
+            _iterations(result.iterations),
             result.converged,
             result.residual,
             job.clock.seconds["solve"],
         )
+
+
+def _iterations(n: int) -> str:
+    """``1 iteration``, ``14 iterations``."""
+    return f"{n} iteration{'' if n == 1 else 's'}"

@@ -299,7 +299,7 @@ def _solve_observed(
         frame_shape=small.frame_shape,
         fps=small.fps,
         source=small.source,
-        mask=np.hstack([observed, np.ones((len(observed), extra), dtype=bool)]),
+        mask=np.hstack([observed, _known_rows(small.mask, len(observed), extra)]),
     )
     result = solve(masked, settings, callback=callback, sparsity=alpha)
     del masked
@@ -321,6 +321,16 @@ def _solve_observed(
         result, slice(0, n), small_shape, full_shape, detail, previous_detail, ramp_from=new_from
     )
     return Solved(result, L, None, detail, observed, rows, handed_on, alpha)
+
+
+def _known_rows(mask: np.ndarray | None, m: int, extra: int) -> np.ndarray:
+    """The observation of the reference columns: everywhere but the entries the
+    observation mask leaves out of every frame (a reference there is no data: solved as
+    0, it made the background black)."""
+    known = np.ones((m, extra), dtype=bool)
+    if mask is not None:
+        known[~mask.any(axis=1)] = False
+    return known
 
 
 def solve_entries(

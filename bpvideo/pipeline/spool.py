@@ -20,6 +20,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
+from bpvideo.io.outputs import temp_failure
 from bpvideo.records import Video
 
 __all__ = ["SEGMENT_FRAMES", "FrameSpool", "SpooledVideo"]
@@ -47,14 +48,29 @@ class FrameSpool:
         # a record: the BGR frame, then (grey data) its grey plane
         self.record = self.pixels * 3 + (self.pixels if self.gray else 0)
         self.small_size = small_size
-        self.folder = tempfile.mkdtemp(prefix="bpvideo-spool-")
+        try:
+            self.folder = tempfile.mkdtemp(prefix="bpvideo-spool-")
+        except OSError as exc:
+            raise temp_failure(exc) from None
         self.count = 0
         self._fds: dict[int, int] = {}
         self._small: dict[int, np.ndarray] = {}
         self._released = 0
 
     def add(self, frame: np.ndarray) -> int:
-        """Write a (H, W, 3) uint8 BGR frame; keep its solve-scale column; its index."""
+        """Write a (H, W, 3) uint8 BGR frame; keep its solve-scale column; its index.
+
+        Raises
+        ------
+        WorkError
+            The temporary folder is full or unusable (it is named, with ``TMPDIR``).
+        """
+        try:
+            return self._add(frame)
+        except OSError as exc:
+            raise temp_failure(exc) from None
+
+    def _add(self, frame: np.ndarray) -> int:
         index = self.count
         segment, slot = divmod(index, SEGMENT_FRAMES)
         fd = self._fds.get(segment)

@@ -38,6 +38,7 @@ from bpvideo.settings.masks import MaskSettings
 from bpvideo.settings.names import (
     EXCLUSIVE,
     OPTION_GROUPS,
+    OVERRIDES,
     SECTIONS,
     cli_flags,
     default,
@@ -60,6 +61,7 @@ __all__ = [
     "MASK_RULES",
     "METHODS",
     "OPTION_GROUPS",
+    "OVERRIDES",
     "SECTIONS",
     "TIME_FORMS",
     "X264_PRESETS",

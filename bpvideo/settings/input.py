@@ -106,3 +106,10 @@ class InputSettings:
         '(summary.json then says "partial": true).',
         arrays=False,
     )
+    allow_references: bool = option(
+        False,
+        "bool",
+        "Read an input that names other files (an HLS playlist, an ffconcat list...): "
+        "ffmpeg then reads the local files it names.",
+        arrays=False,
+    )

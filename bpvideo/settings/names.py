@@ -18,6 +18,7 @@ from bpvideo.settings.solver import SolverSettings
 __all__ = [
     "EXCLUSIVE",
     "OPTION_GROUPS",
+    "OVERRIDES",
     "SECTIONS",
     "cli_flags",
     "default",
@@ -52,20 +53,39 @@ OPTION_GROUPS: dict[str, tuple[str, ...]] = {
 EXCLUSIVE = (("frames", "end", "duration"), ("mask", "observe"))
 
 
+#: An option set (not None, not False) in a higher layer drops these of a lower layer,
+#: which cannot go with it: a flag wins over a defaults file, a job over its defaults.
+OVERRIDES: dict[str, tuple[str, ...]] = {
+    "no_video": ("crf", "preset", "lossless"),
+    "lossless": ("crf", "preset", "no_video"),
+    "crf": ("no_video", "lossless"),
+    "preset": ("no_video", "lossless"),
+    "learn": ("mask", "observe"),
+    "learn_from": ("mask", "observe"),
+}
+
+
 def merge_options(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
     """Options of ``high`` over those of ``low`` (keys are option names; see
-    :data:`EXCLUSIVE`).
+    :data:`EXCLUSIVE` and :data:`OVERRIDES`).
 
     Examples
     --------
     >>> merge_options({"rank": 1, "end": "10s", "tol": 0.01}, {"rank": 3, "frames": 50})
     {'rank': 3, 'tol': 0.01, 'frames': 50}
+    >>> merge_options({"crf": 18, "preset": "slow"}, {"no_video": True})
+    {'no_video': True}
     """
     merged = dict(low)
     for group in EXCLUSIVE:
         if any(high.get(name) is not None for name in group):
             for name in group:
                 merged.pop(name, None)
+    for name, dropped in OVERRIDES.items():
+        if high.get(name) not in (None, False):
+            for other in dropped:
+                if other not in high:
+                    merged.pop(other, None)
     merged.update(high)
     return merged
 

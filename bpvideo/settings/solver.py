@@ -124,7 +124,7 @@ class SolverSettings:
         parameter_default("sweeps"),
         "int",
         "Subspace sweeps per iteration of H_r after the first 3 (bestpair, ncf); 0 = exact "
-        "H_r (sweeps to convergence). 1 is an approximation, see README Performance.",
+        "H_r (sweeps to convergence). 1 is an approximation, see docs/performance.md.",
         low=0,
         limit=100,
     )

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bpvideo.errors import InputError
+from bpvideo.errors import Diverged, InputError
 from bpvideo.solvers._common import (
     Callback,
     History,
@@ -51,6 +51,10 @@ INITS = ("robust", "zeros", "median")
 
 #: Iterations with the exact ``H_r`` before ``best_pair(sweeps=s)`` caps the sweeps.
 SWEEP_WARMUP = 3
+#: A relative residual above this is divergence: the iterate is that many times further
+#: from the data than zero is (a solve starts at 1 from zero, below 1 from the robust
+#: start, and only goes down when it converges).
+DIVERGED_RESIDUAL = 10.0
 
 
 def initial_point(
@@ -360,7 +364,10 @@ def _best_pair(
     for k in range(1, max_iter + 1):
         if sweeps and k > SWEEP_WARMUP:
             projector.max_sweeps, projector.accept_unconverged = sweeps, True
-        L_new = projector.factorize(Wl, MV=Y)  # L_k = H_r(W_l)
+        try:
+            L_new = projector.factorize(Wl, MV=Y)  # L_k = H_r(W_l)
+        except np.linalg.LinAlgError:  # an SVD of non-finite entries: the step diverged
+            raise _diverged(method, k, math.inf, gamma, a, b) from None
         Y_prev = Y
         thr = kernels.thresholds(
             W, k_row, k_col, rows=rows, col_guess=None if thr is None else thr[2]
@@ -390,6 +397,8 @@ def _best_pair(
         norm_Y = math.sqrt(sq["S"] + sq["L"])
         change = math.sqrt(sq["dS"] + sq["dL"]) / norm_Y if norm_Y > 0 else math.inf
         residual = math.sqrt(sq["E"]) / norm_A
+        if not residual <= DIVERGED_RESIDUAL or math.isnan(change):  # NaN: never <=
+            raise _diverged(method, k, residual, gamma, a, b)
         history.record(k, L_k, Sp, residual, change)
         if change < tol or residual < tol:
             converged = True
@@ -402,6 +411,18 @@ def _best_pair(
         factors=(to_host(U), to_host(V)), stacklevel=5,
         stopped_by=("relative change", history.changes[-1]),
     )  # fmt: skip
+
+
+def _diverged(method: str, k: int, residual: float, gamma: float, a: float, b: float) -> Diverged:
+    """The error of a solve whose iterates grew without bound at iteration ``k``."""
+    fix = "lower {gamma}" if gamma > 1.0 else "lower the inertia ({a}, {b})"
+    if gamma > 1.0 and (a or b):
+        fix = "lower {gamma} (default 1.1) or the inertia ({a}, {b})"
+    return Diverged(
+        f"{method} diverged at iteration {k} (relative residual {residual:.3g}; {{gamma=}}, "
+        f"{{a={a:g}}}, {{b={b:g}}}): {fix}; nothing was kept",
+        option=("gamma", gamma),
+    )
 
 
 def ncf(A: np.ndarray, rank: int, sparsity: float, **kwargs: Any) -> SolverResult:

@@ -99,5 +99,42 @@ def test_summary_records_the_merged_settings(run_cli, tiny_folder: Path, tmp_pat
     settings = json.loads((tmp_path / "o" / "summary.json").read_text())["settings"]
     assert (settings["crf"], settings["preset"], settings["rank"]) == (30, "ultrafast", 1)
     res = run_cli("separate", tiny_folder, "-c", tmp_path / "d.yaml", "-o", tmp_path / "p",
-                  "--lossless")  # fmt: skip
+                  "--lossless", "-q")  # fmt: skip
+    assert res.code == 0, res.err  # the flag wins over the file's encoder options
+    settings = json.loads((tmp_path / "p" / "summary.json").read_text())["settings"]
+    assert settings["lossless"] and settings["crf"] == default("crf") and settings["rank"] == 1
+    res = run_cli("separate", tiny_folder, "-o", tmp_path / "q", "--crf", "30", "--lossless")
     assert res.code == 2 and "--crf 30 sets the H.264 encoder, but --lossless" in res.err
+
+
+@pytest.mark.parametrize(
+    ("in_file", "flags", "setting"),
+    [
+        ("crf: 28\npreset: slow\n", ["--no-video"], ("no_video", True)),
+        ("crf: 28\n", ["--lossless"], ("lossless", True)),
+        ("lossless: true\n", ["--crf", "23"], ("crf", 23)),
+        ("no-video: true\n", ["--preset", "fast"], ("preset", "fast")),
+        ("lossless: true\n", ["--no-video"], ("no_video", True)),
+    ],
+    ids=["crf+preset/no-video", "crf/lossless", "lossless/crf", "no-video/preset", "ffv1/none"],
+)
+def test_a_flag_wins_over_what_it_cannot_go_with(
+    run_cli, tiny_clip: Path, tmp_path: Path, in_file: str, flags: list[str], setting: tuple
+) -> None:
+    """The file's encoder options against a flag that writes another video (or none)."""
+    (tmp_path / "site.yaml").write_text(in_file)
+    res = run_cli("separate", tiny_clip, "-c", tmp_path / "site.yaml", *flags, "-o",
+                  tmp_path / "o", "-q", "--json")  # fmt: skip
+    assert res.code == 0, res.err
+    assert res.json()["settings"][setting[0]] == setting[1]
+
+
+def test_a_job_wins_over_its_defaults(tmp_path: Path, tiny_clip: Path) -> None:
+    from bpvideo.batch.config import load_config
+
+    (tmp_path / "b.yaml").write_text(
+        f"defaults:\n  crf: 28\n  preset: slow\njobs:\n  - input: {tiny_clip}\n"
+        f"    output: {tmp_path}/o\n    no-video: true\n"
+    )
+    settings = load_config(tmp_path / "b.yaml").jobs[0].make_settings()
+    assert settings.no_video and settings.crf == default("crf")

@@ -161,3 +161,74 @@ def test_windows_expected_and_a_disabled_bar() -> None:
     bar = ProgressBar(enabled=False)
     bar(Progress("read", 0, 10, 1, 1, 1))
     assert bar._bar is None
+
+
+def test_progress_and_log_of_frames_read_ahead(caplog: pytest.LogCaptureFixture) -> None:
+    """A stream read ahead (``--window auto`` reads past its first windows to decide):
+    the bar reaches the last window, the log counts every frame read."""
+    import dataclasses
+
+    from bpvideo.io.arrays import open_frames
+    from bpvideo.pipeline.run import iter_windows, plan_run
+    from bpvideo.progress import track
+    from bpvideo.settings import SeparateSettings
+    from tests.conftest import tiny_frames
+
+    settings = SeparateSettings(rank=1, window=10, overlap=2, max_iter=3)
+    source = open_frames(tiny_frames(n=40)[0][..., 0])
+    plan = dataclasses.replace(plan_run(source, settings), whole_max=24)  # reads 25 first
+    seen: list[Progress] = []
+    tracker = track(seen.append, source, plan)
+    with caplog.at_level("INFO", logger="bpvideo"):
+        for window in iter_windows(source, settings, plan=plan, progress=tracker):
+            tracker.enter("write")
+            tracker.finished(window.report.new_frames)
+            tracker.window_done()
+    solving = sorted({p.window for p in seen if p.stage == "solve"})
+    assert solving == [1, 2, 3, 4, 5] and max(p.windows for p in seen) == 5
+    reads = [r.getMessage() for r in caplog.records if r.getMessage().startswith("read ")]
+    assert reads[0].startswith("read 25 frames")
+    iterations = [r.getMessage() for r in caplog.records if "iteration" in r.getMessage()]
+    assert all(re.search(r"\b(1 iteration|[02-9]\d* iterations|1\d+ iterations),", m)
+               for m in iterations), iterations  # fmt: skip
+
+
+def test_bpvideo_alone_prints_its_help() -> None:
+    """No arguments: the help as it is (lines, not one line of literal ``\\n``), exit 2."""
+    proc = subprocess.run([sys.executable, "-m", "bpvideo"], capture_output=True, text=True,
+                          env=process_env(), timeout=60, check=False)  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "\\n" not in proc.stderr and proc.stderr.startswith("Usage: bpvideo")
+    assert "separate" in proc.stderr and len(proc.stderr.splitlines()) > 5
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_stdout_on_a_full_device(tiny_clip: Path, tmp_path: Path, as_json: bool) -> None:
+    """stdout cannot take the path (or the JSON): one line saying so, and that the result
+    is complete where it is; exit 1, no traceback."""
+    out = tmp_path / "out"
+    args = ["separate", str(tiny_clip), "-o", str(out), "-q"] + (["--json"] if as_json else [])
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "bpvideo", *args], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=process_env(),
+                              timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("bpvideo: error: stdout could not be written (No space")
+    assert f"the result in {out} is complete" in proc.stderr
+    assert (out / "summary.json").is_file()
+
+
+def test_a_logfile_on_a_full_disk(tiny_clip: Path, tmp_path: Path) -> None:
+    """--logfile that cannot be written (a full device): said once, the run goes on with
+    its log on stderr; no 'Logging error' traceback per record."""
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "bpvideo", "separate", str(tiny_clip), "-o",
+                           str(out), "--logfile", "/dev/full"], capture_output=True, text=True,
+                          env=process_env(), timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Logging error" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "--logfile" in line]
+    assert warnings == ["bpvideo: warning: --logfile /dev/full cannot be written (No space left "
+                        "on device): the log goes on on stderr only"]  # fmt: skip
+    assert "bpvideo: wrote" in proc.stderr and (out / "summary.json").is_file()

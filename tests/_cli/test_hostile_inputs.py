@@ -147,7 +147,8 @@ def test_batch_job_reading_another_jobs_output(run_cli, clip: Path, tmp_path: Pa
     (tmp_path / "o").mkdir()
     (tmp_path / "o/background.mp4").write_bytes(clip.read_bytes())
     res = run_cli("batch", config)
-    assert_one_error_line(res, 2, r"o/background\.mp4: the output would replace the input", "-o")
+    assert_one_error_line(res, 2, r"o/background\.mp4: the output of jobs\[0\] \(night\.yaml:2\) "
+                          r"would replace the input of jobs\[1\]", "'output:' of jobs")  # fmt: skip
     assert not (tmp_path / "night.report.json").exists()
 
 

@@ -27,7 +27,8 @@ from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
 from tests.conftest import REPO, default_signals, tiny_frames
 
-EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGQUIT: 131,
+        signal.SIGUSR1: 128 + signal.SIGUSR1}  # fmt: skip
 
 
 def _env() -> dict[str, str]:
@@ -133,7 +134,11 @@ def long_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1"],
+)
 def test_signal_mid_solve(long_clip: Path, tmp_path: Path, signum: int) -> None:
     out = tmp_path / "out"
     proc = _start(long_clip, "-o", out, "-v", "--max-iter", "1000000", "--tol", "0")
@@ -233,3 +238,41 @@ def test_sigkill_never_leaves_an_incomplete_result(tiny_clip: Path, tmp_path: Pa
     assert _assert_complete_if_marked(out)
     assert _staging_dirs(out) == []
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_an_ignored_hang_up_stays_ignored(tiny_clip: Path, tmp_path: Path) -> None:
+    """Under nohup (SIGHUP ignored) a hang-up changes nothing: the run completes."""
+
+    def nohup() -> None:
+        default_signals()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", tiny_clip, "-o", out,
+                             "--rank", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), preexec_fn=nohup)  # fmt: skip
+    _STARTED.append(proc)
+    _wait_for_line(proc, "bpvideo: read ")
+    proc.send_signal(signal.SIGHUP)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert _assert_complete_if_marked(out)
+
+
+def test_encoders_stopped_by_a_signal_are_no_disk_failure(long_clip: Path, tmp_path: Path):
+    """The encoders (in their own process group) get the signal, bpvideo does not: the
+    run stops as signalled (143, "no output was kept"), not as a full disk (it said
+    "check free disk space", exit 1), and leaves nothing."""
+    out = tmp_path / "out"
+    proc = _start(long_clip, "-o", out, "--rank", "1")
+    _wait_for_line(proc, "bpvideo: read ")  # the encoders are open until the last frame
+    encoders = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                if str(out) in " ".join(p.cmdline())]  # fmt: skip
+    assert len(encoders) == 2
+    for encoder in encoders:
+        encoder.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT[signal.SIGTERM], stderr
+    last = stderr.strip().splitlines()[-1]
+    assert "no output was kept" in last and "disk" not in stderr
+    _assert_nothing_left(out, stderr)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bpvideo.errors import InputError
 from bpvideo.io import _ffmpeg
 from bpvideo.io.sources import iter_frames, open_source, probe
 from bpvideo.io.writers import write_video
@@ -79,3 +81,60 @@ def test_a_relative_name_with_a_colon(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_file_url_is_absolute() -> None:
     assert _ffmpeg.file_url("concat:x.mkv").startswith("file:/")
     assert _ffmpeg.file_url("/a/-i") == "file:/a/-i"
+
+
+# --- inputs that name other inputs (issue 27) --------------------------------------------
+
+
+def _lists(tmp_path: Path, clip: Path) -> dict[str, Path]:
+    """Inputs whose demuxer opens other files, under extensions that hide it."""
+    hls = "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n{}\n#EXT-X-ENDLIST\n"
+    made = {
+        "hls.m3u8": hls.format(clip.name),
+        "ffconcat.mp4": f"ffconcat version 1.0\nfile {clip.name}\n",
+        "ffconcat.mkv": f"ffconcat version 1.0\nfile '{clip}'\nfile {clip.name}\n",
+        "ffconcat.txt": f"ffconcat version 1.0\nfile {clip.name}\n",
+    }
+    for name, text in made.items():
+        (tmp_path / name).write_text(text)
+    return {name: tmp_path / name for name in made}
+
+
+def test_lists_of_other_files_are_refused_by_their_demuxer(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mkv"
+    write_video(clip, make_scene(32, 24, 6, seed=1).frames, 25.0, lossless=True)
+    for name, path in _lists(tmp_path, clip).items():
+        with pytest.raises(_ffmpeg.ReferencesError) as caught:
+            _ffmpeg.probe(path)
+        assert caught.value.demuxer in ("hls", "concat"), name
+        with pytest.raises(InputError, match=r"playlist or a list of other files.*allow_refer"):
+            open_source(path)
+    # allowed: the list is read, and it names the clip
+    source = open_source(tmp_path / "ffconcat.mp4", allow_references=True)
+    assert len(list(source.frames)) == 6
+    source.close()
+
+
+def test_a_decoder_refuses_a_list_whatever_the_probe_said(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mkv"
+    write_video(clip, make_scene(32, 24, 6, seed=1).frames, 25.0, lossless=True)
+    listed = _lists(tmp_path, clip)["ffconcat.mp4"]
+    with pytest.raises(RuntimeError):
+        list(_ffmpeg.decode(listed, 32, 24))
+    assert len(list(_ffmpeg.decode(listed, 32, 24, references=True))) == 6
+
+
+# --- names OpenCV cannot take (issue 27) -------------------------------------------------
+
+
+def test_names_that_are_not_utf8(tmp_path: Path) -> None:
+    """A name whose bytes are not UTF-8: probed and decoded through the opened file."""
+    scene = make_scene(32, 24, 5, seed=2)
+    folder = os.fsdecode(os.fsencode(str(tmp_path)) + b"/d\xe9j\xe0")
+    os.mkdir(folder)
+    path = os.path.join(folder, os.fsdecode(b"cl\xffip.mkv"))
+    write_video(path, scene.frames, 25.0, lossless=True)
+    assert not _ffmpeg.safe_name(path)
+    assert _ffmpeg.probe(path).frame_count == 5
+    got = np.stack([np.frombuffer(b, np.uint8) for b in _ffmpeg.decode(path, 32, 24)])
+    np.testing.assert_array_equal(got.reshape(scene.frames.shape), scene.frames)

@@ -92,3 +92,61 @@ def test_source_closed_before_reading_stops_its_decoder(tmp_path: Path) -> None:
     source.close()
     with pytest.raises(StopIteration):
         next(decoder)  # closed: ffmpeg was stopped
+
+
+# --- frames as the file holds them (issue 27) --------------------------------------------
+
+
+def _ffmpeg_clip(path: Path, *args: str, pattern: str = "testsrc=s=48x36:r=10") -> Path:
+    """A 48x36 clip made by ffmpeg from its test pattern (10 frames/s), with ``args``."""
+    import subprocess
+
+    from bpvideo.io._ffmpeg import executable
+
+    cmd = [executable(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+           pattern, *args, str(path)]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=60)
+    return path
+
+
+def test_variable_frame_rate_is_passed_through_with_its_times(tmp_path: Path) -> None:
+    """40 frames with a 2 s gap after the 20th: 40 frames (no copies fill the gap), each
+    with its own time, and no 'truncated' for the 60 the container's duration implies."""
+    vfr = _ffmpeg_clip(tmp_path / "vfr.mkv", "-frames:v", "40", "-vf",
+                       "setpts='if(gte(N,20),PTS+20,PTS)'", "-fps_mode", "passthrough",
+                       "-c:v", "ffv1")  # fmt: skip
+    source = open_source(vfr)
+    numbers = [n for n, _ in source.frames]
+    assert numbers == list(range(40))
+    times = [source.times[n] for n in numbers]
+    gaps = np.diff(times)
+    assert gaps[19] == pytest.approx(2.1) and np.allclose(np.delete(gaps, 19), 0.1)
+    source = open_source(vfr, start=30, frames=5, step=2)
+    assert {n: round(source.times[n], 6) for n, _ in source.frames} == {
+        30: 5.0,
+        32: 5.2,
+        34: 5.4,
+        36: 5.6,
+        38: 5.8,
+    }
+    with open(vfr, "rb") as stdin:  # a container on stdin: passed through too
+        piped = open_source("-", stdin=stdin)
+        assert len(list(piped.frames)) == 40
+
+
+def test_audio_longer_than_video_is_no_truncation(tmp_path: Path) -> None:
+    clip = _ffmpeg_clip(tmp_path / "av.mkv", "-f", "lavfi", "-i", "sine=d=10", "-c:v", "ffv1",
+                        "-c:a", "flac", pattern="testsrc=s=48x36:r=10:d=4")  # fmt: skip
+    source = open_source(clip)
+    assert source.frame_count == 100  # the container's duration at the video's rate
+    assert len(list(source.frames)) == 40 and not source.partial
+
+
+def test_a_truncated_file_is_still_one(tmp_path: Path) -> None:
+    from bpvideo.io.stream import TruncatedVideoError
+
+    clip = _ffmpeg_clip(tmp_path / "c.mkv", "-frames:v", "40", "-c:v", "ffv1")
+    cut = tmp_path / "cut.mkv"
+    cut.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
+    with pytest.raises(TruncatedVideoError, match="truncated or damaged"):
+        list(open_source(cut).frames)

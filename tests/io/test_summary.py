@@ -9,11 +9,13 @@ import bpvideo
 from bpvideo.records import Stopwatch
 
 #: The top-level keys of summary.json, in order (``learned`` and ``evaluation`` only when
-#: there are some; ``mask_numbers`` came with issue 14, ``events`` with issue 28).
+#: there are some; ``mask_numbers`` came with issue 14, ``times`` and ``skipped`` with
+#: issue 27, ``events`` with issue 28).
 KEYS = [
-    "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "width",
+    "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "times",
+    "width",
     "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
-    "windows", "outputs", "partial", "frames_expected", "seconds", "events",
+    "windows", "outputs", "partial", "frames_expected", "skipped", "seconds", "events",
 ]  # fmt: skip
 
 
@@ -23,6 +25,7 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
     assert list(summary) == KEYS and summary == report.to_dict()
     assert list(summary["solver"]) == [
         "method", "iterations", "converged", "residual", "change", "solve_scale", "device",
+        "worst_window",
     ]  # fmt: skip
     assert list(summary["masks"]) == ["rule", "threshold", "noise", "foreground_fraction"]
     assert list(summary["windows"]) == [
@@ -52,3 +55,28 @@ def test_stopwatch_counts_stages() -> None:
     clock.add("solve", 0.25)
     seconds = clock.total()
     assert seconds["solve"] == 1.75 and seconds["read"] == 0.0 and seconds["total"] >= 0
+
+
+def test_summary_gives_the_worst_window_and_every_frames_time(tmp_path: Path) -> None:
+    """Windows that differ: the top-level residual and change are the worst window's
+    (not the last one's); times are the frames' own (here 25 frames/s)."""
+    import numpy as np
+
+    from tests.conftest import tiny_frames
+
+    frames = tiny_frames(n=30)[0]
+    frames[:10] = np.random.default_rng(0).integers(0, 256, frames[:10].shape)  # noise first
+    clip = tmp_path / "clip.mkv"
+    from bpvideo.io.writers import write_video
+
+    write_video(clip, frames, 25.0, lossless=True)
+    report = bpvideo.separate_file(clip, tmp_path / "o", rank=1, window=10, overlap=2,
+                                   no_video=True, max_iter=20)  # fmt: skip
+    windows = report["windows"]["list"]
+    residuals = [w["residual"] for w in windows]
+    assert len(windows) >= 3 and residuals.index(max(residuals)) != len(windows) - 1
+    solver = report["solver"]
+    assert solver["residual"] == max(residuals)
+    assert solver["worst_window"] == residuals.index(max(residuals)) + 1
+    assert solver["change"] == max(w["change"] for w in windows)
+    assert np.allclose(report["times"], np.arange(30) / 25)

@@ -125,3 +125,29 @@ def test_mask_writer_reports_a_failed_write(tmp_path: Path) -> None:
     writer.write(np.ones((2, 8, 8), dtype=bool))
     with pytest.raises(OSError):
         writer.close()
+
+
+def test_raw_masks_to_a_named_pipe(tmp_path: Path) -> None:
+    """A FIFO nobody reads is refused at once (not a wait for ever); one whose reader
+    goes away is a WorkError naming it (not a quiet exit as for stdout)."""
+    import os
+    import subprocess
+    import time
+
+    from bpvideo.errors import InputError, WorkError
+    from bpvideo.io.writers import RawMaskSink
+
+    fifo = tmp_path / "masks.fifo"
+    os.mkfifo(fifo)
+    t = time.monotonic()
+    with pytest.raises(InputError, match=r"masks\.fifo: no program reads this pipe"):
+        RawMaskSink(str(fifo))
+    assert time.monotonic() - t < 5
+    reader = subprocess.Popen(["head", "-c", "100", str(fifo)], stdout=subprocess.DEVNULL)
+    time.sleep(0.2)
+    sink = RawMaskSink(str(fifo))
+    masks = np.ones((4, 240, 320), bool)
+    with pytest.raises(WorkError, match=r"the program reading this pipe stopped after \d+"):
+        for _ in range(100):
+            sink.write(masks)
+    reader.wait(timeout=10)

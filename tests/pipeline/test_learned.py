@@ -57,6 +57,28 @@ def test_apply_needs_a_fit_and_frames_of_that_size(street) -> None:
         model.apply(frames[:5, :40, :40])
 
 
+@pytest.mark.parametrize(
+    ("frame", "match"),
+    [
+        (lambda f: f[0, :40, :56], r"the frame is 56x40 but the background was learned on 96x72"),
+        (lambda f: f[0, :12, :16], r"the frame is 16x12 but .* learned on 96x72"),
+        (lambda f: f[0, :, :, :1].repeat(4, axis=2), r"shape \(72, 96, 4\)"),
+        (lambda f: f[0].astype(np.float32) / 255, r"values in 0\.\.1 .*multiply by 255"),
+        (lambda f: f[:4].astype(np.float64) / 255, r"values in 0\.\.1 .*multiply by 255"),
+    ],
+    ids=["colour-other-size", "small-colour", "four-channels", "float-0-1", "floats-0-1"],
+)
+def test_apply_refuses_frames_it_would_misread(street, frame, match) -> None:
+    """A colour frame of another size is one frame (not H grey frames of W x 3), floats
+    of 0..1 are no black frames."""
+    frames, _ = street
+    model = bpvideo.BackgroundModel(rank=1).fit(frames[:30])
+    with pytest.raises(InputError, match=match):
+        model.apply(frame(frames))
+    floats = model.apply(frames[40:44].astype(np.float32))  # 0..255 floats: the rule
+    assert np.array_equal(floats, model.apply(frames[40:44]))
+
+
 def test_robust_coefficients_leave_the_foreground_out(street) -> None:
     """With a bright object over a quarter of the frame, the background coefficients are
     those of the frame without it (plain least squares would be pulled up)."""

@@ -51,3 +51,18 @@ def test_spooled_run_gives_the_masks_of_a_run_in_memory(monkeypatch):
     np.testing.assert_array_equal(spooled.masks, memory.masks)
     np.testing.assert_array_equal(spooled.background, memory.background)
     np.testing.assert_array_equal(spooled.foreground, memory.foreground)
+
+
+def test_a_full_tmpdir_is_named_as_such(small_disk, tmp_path, monkeypatch) -> None:
+    """The spool fills TMPDIR (not the output's disk): the error says TMPDIR, the run
+    keeps nothing, and the spool is gone."""
+    from bpvideo.errors import WorkError
+    from bpvideo.io.writers import write_video
+
+    clip = tmp_path / "big.mkv"
+    write_video(clip, make_scene(320, 240, 6, seed=2).frames, 10.0, lossless=True)
+    monkeypatch.setenv("TMPDIR", str(small_disk))
+    monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+    with pytest.raises(WorkError, match=r"temporary folder .*small \(TMPDIR\) is full"):
+        bpvideo.separate_file(clip, tmp_path / "out", rank=1, no_video=True)
+    assert not (tmp_path / "out").exists() and os.listdir(small_disk) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,49 @@ def test_bad_mask() -> None:
         best_pair(A, 1, 0.1, mask=np.ones((10, 10), bool))
     with pytest.raises(InputError, match="no observed"):
         best_pair(A, 1, 0.1, mask=np.zeros((20, 10), bool))
+
+
+# --- the solver's edges (issue 27) --------------------------------------------------------
+
+
+def algorithm_1(A, rank, sparsity, gamma, a, b, iterations, mask=None):
+    """Algorithm 1 of the paper written out (``Y_0 = 0``, exact projections)."""
+    from bpvideo.solvers import project_rank, project_sparse
+
+    S = L = Sp = Lp = np.zeros_like(A)
+    h = gamma / 2
+    for _ in range(iterations):
+        Sa, La = S + a * (S - Sp), L + a * (L - Lp)
+        Sb, Lb = S + b * (S - Sp), L + b * (L - Lp)
+        R = Sb + Lb - A if mask is None else (Sb + Lb - A) * mask
+        Sp, Lp = S, L
+        S, L = project_sparse(Sa - h * R, sparsity), project_rank(La - h * R, rank)
+    return L, S
+
+
+@pytest.mark.parametrize(("gamma", "a", "b"), [(1.1, 0.5, 0.5), (1.5, 0.5, 0.5), (2.0, 0, 0)])
+@pytest.mark.parametrize("observed", [None, 0.8])
+def test_the_iterates_are_algorithm_1s(gamma, a, b, observed) -> None:
+    """Where it does not diverge, the solver is Algorithm 1 to rounding."""
+    p = make_rpca_problem(60, 50, rank=2, sparsity=0.05, observed=observed, seed=5)
+    with warnings.catch_warnings():  # stopped after 15 iterations on purpose
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = best_pair(p.A, 2, 0.05, gamma=gamma, a=a, b=b, mask=p.mask, init="zeros",
+                           max_iter=15, tol=1e-14, sweeps=0)  # fmt: skip
+    L, S = algorithm_1(p.A, 2, 0.05, gamma, a, b, result.iterations, p.mask)
+    np.testing.assert_allclose(result.L, L, atol=1e-9 * np.abs(p.A).max())
+    np.testing.assert_allclose(result.S, S, atol=1e-9 * np.abs(p.A).max())
+
+
+@pytest.mark.parametrize(("gamma", "a", "b"), [(1.9, 0.5, 0.5), (2.0, 0.9, 0.9), (1.5, 0.3, 0.7)])
+def test_divergence_stops_the_solve_and_says_what_to_lower(gamma, a, b) -> None:
+    """Steps that make the algorithm itself diverge (Algorithm 1 grows without bound
+    too): stopped at the first iterate that is far off, never a result of inf/NaN."""
+    from bpvideo.errors import Diverged
+
+    p = make_rpca_problem(60, 50, rank=2, sparsity=0.05, seed=0)
+    with pytest.raises(Diverged, match=r"diverged at iteration \d+ .*lower gamma") as caught:
+        best_pair(p.A, 2, 0.05, gamma=gamma, a=a, b=b, max_iter=500, tol=1e-12)
+    assert caught.value.exit_code == 1 and "nothing was kept" in str(caught.value)
+    L, _ = algorithm_1(p.A, 2, 0.05, gamma, a, b, 150)
+    assert not np.all(np.abs(L) < 1e3 * np.abs(p.A).max())  # the algorithm diverges too
