@@ -32,10 +32,11 @@ Layers (each imports only those below it; docs/layout.md)
 """
 
 from bpvideo._version import __version__
-from bpvideo.api import BackgroundModel, Separation, iter_separate, separate, separate_file
+from bpvideo.api import Separation, iter_separate, separate, separate_file
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.io.rederive import events  # the function: bpvideo.events(masks, fps=...)
+from bpvideo.model import BackgroundModel
 from bpvideo.records import Report
 from bpvideo.solvers.best_pair import best_pair
 

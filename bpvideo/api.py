@@ -1,5 +1,6 @@
-"""The library: separate arrays (:func:`separate`), files (:func:`separate_file`), or learn a
-background once and apply it to new frames (:class:`BackgroundModel`).
+"""The library: separate arrays (:func:`separate`), files (:func:`separate_file`); the one
+loop that drains finished blocks into sinks (:func:`drain`). A background learned once
+and applied to new frames is :class:`bpvideo.model.BackgroundModel`.
 
 Every function takes the options of ``bpvideo separate`` as keyword arguments, with the
 same names and defaults (:class:`~bpvideo.settings.SeparateSettings`: ``rank=2``,
@@ -16,7 +17,6 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bpvideo.errors import InputError
@@ -30,9 +30,9 @@ from bpvideo.io.paths import default_output
 from bpvideo.io.sinks import Sink
 from bpvideo.io.sinks.arrays import ArraysSink, Separation, Window, gather_windows
 from bpvideo.io.sinks.folder import FolderSink, output_names
+from bpvideo.io.sinks.raw import RawMaskSink
 from bpvideo.io.sources import FrameSource, check_input_name, open_source
 from bpvideo.io.summary import ReportBuilder
-from bpvideo.io.writers import RawMaskSink
 from bpvideo.pipeline.empty_scene import given_scene, reopen_array, reopen_file
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
 from bpvideo.pipeline.plan import Job, plan_run
@@ -43,7 +43,6 @@ from bpvideo.settings import SeparateSettings, default, option_specs, parse_size
 from bpvideo.solvers._common import Callback
 
 __all__ = [
-    "BackgroundModel",
     "Separation",
     "Window",
     "drain",
@@ -59,7 +58,7 @@ logger = logging.getLogger("bpvideo")
 FILE_OPTIONS = tuple(name for name, _, spec in option_specs() if not spec.arrays)
 
 
-def _settings(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
+def settings_of(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
     """Validated settings from keyword options; file-only options refused for arrays."""
     settings = SeparateSettings.from_mapping(options)
     if arrays:
@@ -73,7 +72,9 @@ def _settings(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
     return settings
 
 
-def _open_frames(frames: Any, settings: SeparateSettings) -> FrameSource:
+def open_arrays(frames: Any, settings: SeparateSettings) -> FrameSource:
+    """Frames in memory (an array, or any iterable of frames) as a source, selected as
+    ``settings`` say."""
     selection = settings.selection()
     selection["count"] = selection.pop("frames")
     return open_frames(frames, **selection, scale=settings.scale, fps=settings.fps)
@@ -109,8 +110,8 @@ def iter_separate(
     >>> sum(len(w.masks) for w in windows)
     30
     """
-    settings = _settings(options, arrays=True)
-    source = _open_frames(frames, settings)
+    settings = settings_of(options, arrays=True)
+    source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
     job = Job.of(source, settings, callback=callback, empty_scene=scene)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -152,8 +153,8 @@ def separate(
     InputError
         Bad options or frames (also a :class:`ValueError`).
     """
-    settings = _settings(options, arrays=True)
-    source = _open_frames(frames, settings)
+    settings = settings_of(options, arrays=True)
+    source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
     plan = plan_run(source, settings)
     tracker = track(progress, source, plan)
@@ -247,7 +248,7 @@ def separate_file(
         Failed work; nothing partial is left in the output directory.
     """
     clock = Stopwatch()
-    settings = _settings(options, arrays=False)
+    settings = settings_of(options, arrays=False)
     input = os.fspath(input)
     out_path = _output_path(input, output)
     RawMaskSink.check(settings.masks_to)
@@ -396,125 +397,3 @@ def _evaluate_staged(
     )
     info = dict(result.info, masks=str(outdir.path / "masks"))  # not the staging folder
     return {"summary": s, "info": info}
-
-
-class BackgroundModel:
-    """A background learned on some frames, applied to new ones without solving again.
-
-    As OpenCV's background subtractors: ``model = BackgroundModel().fit(quiet_minute)``
-    solves once (best pair, the options and solve scale of :func:`separate`), then
-    ``model.apply(frame)`` gives the foreground mask of any new frame of the same camera
-    at the cost of a few passes over its pixels: the frame is projected robustly onto the
-    learned background subspace and thresholded with the threshold and clean-up the fit
-    found (:mod:`bpvideo.pipeline.learned`).
-
-    Parameters
-    ----------
-    **options
-        Options of ``bpvideo separate`` (:class:`~bpvideo.settings.SeparateSettings`).
-
-    Attributes
-    ----------
-    threshold : float
-        Threshold on ``|frame - background|`` of the masks, in grey levels.
-    background_image : (H, W) or (H, W, 3) uint8 ndarray
-        The learned background as one image.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import bpvideo
-    >>> rng = np.random.default_rng(0)
-    >>> frames = rng.normal(100, 2, (40, 24, 32)).clip(0, 255).astype(np.uint8)
-    >>> model = bpvideo.BackgroundModel().fit(frames[:30])
-    >>> frame = frames[35].copy()
-    >>> frame[5:12, 5:12] = 250  # something new
-    >>> mask = model.apply(frame)
-    >>> mask.shape, bool(mask[8, 8]), bool(mask[20, 25])
-    ((24, 32), True, False)
-    """
-
-    def __init__(self, **options: Any) -> None:
-        self.settings = _settings(options, arrays=True)
-        self._learned: LearnedBackground | None = None
-
-    def fit(self, frames: Any, /, *, callback: Callback | None = None) -> BackgroundModel:
-        """Learn the background on ``frames`` (an array, an iterable, or a file's path).
-
-        Returns
-        -------
-        BackgroundModel
-            ``self``.
-        """
-        if isinstance(frames, (str, os.PathLike)):
-            source = open_source(frames, **self.settings.selection(), scale=self.settings.scale)
-        else:
-            source = _open_frames(frames, self.settings)
-        try:
-            with threadpool_limits(limits=1, user_api="blas"):
-                self._learned = learn(source, self.settings, callback=callback)
-        finally:
-            source.close()
-        return self
-
-    @property
-    def learned(self) -> LearnedBackground:
-        """What :meth:`fit` learned."""
-        if self._learned is None:
-            raise InputError("the model has not learned a background yet: call fit(frames)")
-        return self._learned
-
-    @property
-    def threshold(self) -> float:
-        return float(self.learned.threshold or 0.0)
-
-    @property
-    def background_image(self) -> np.ndarray:
-        return self.learned.image
-
-    def apply(self, frames: Any, /) -> np.ndarray:
-        """Foreground masks of new frames.
-
-        Parameters
-        ----------
-        frames : (H, W[, 3]) array_like, or (T, H, W[, 3]), or iterable of frames
-            One frame or many, of the size the model learned on: uint8, or grey levels
-            0..255 of another dtype (float images of 0..1 are refused: multiply by 255).
-            An array of 3 dimensions is one colour frame when its last axis holds 1, 3
-            or 4 channels and is not the learned width (else T grey frames).
-
-        Returns
-        -------
-        (H, W) bool ndarray for one frame, (T, H, W) for many.
-
-        Raises
-        ------
-        InputError
-            Frames of another size than the learned one, of 4 channels, or of 0..1.
-        """
-        learned = self.learned
-        single = _is_one_frame(frames, learned.native_size)
-        if single:
-            frame = np.asarray(frames)
-            w, h = learned.native_size
-            if frame.shape[:2] != (h, w):
-                raise InputError(
-                    f"the frame is {frame.shape[1]}x{frame.shape[0]} but the background was "
-                    f"learned on {w}x{h}: give frames of that size"
-                )
-        source = open_frames([frames] if single else frames, scale=self.settings.scale)
-        with threadpool_limits(limits=1, user_api="blas"):
-            masks = [b.masks for b in iter_learned_blocks(learned, source, self.settings)]
-        out = np.concatenate(masks)
-        return out[0] if single else out
-
-
-def _is_one_frame(frames: Any, native_size: tuple[int, int]) -> bool:
-    """Whether ``frames`` is one (H, W) or (H, W, 3) frame of ``native_size`` (w, h)."""
-    if not isinstance(frames, np.ndarray):
-        return False
-    w, h = native_size
-    if frames.ndim == 2 or (frames.ndim == 3 and frames.shape[:2] == (h, w)):
-        return True
-    # (H', W', C): one frame of another size (refused with its size), not H' grey frames
-    return frames.ndim == 3 and frames.shape[2] in (1, 3, 4) and frames.shape[1:] != (h, w)

@@ -64,7 +64,7 @@ def test_every_see_points_at_something_that_exists() -> None:
 
 
 def test_the_configs_name_their_reports_as_batch_does() -> None:
-    from bpvideo.settings import REPORT_SUFFIX
+    from bpvideo.limits import REPORT_SUFFIX
 
     for config in sorted((REPO / "configs").glob("*.yaml")):
         for line in config.read_text().splitlines():

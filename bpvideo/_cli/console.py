@@ -389,27 +389,10 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         return 1
-
     except Exception as exc:
         if debug:
             raise
-        stdout_failed = _stdout_failure(exc)
-        if stdout_failed is not None:
-            click.echo(_stdout_lost(stdout_failed, before), err=True)
-            return 1
-        if isinstance(exc, OSError) and _cwd_gone():
-            click.echo(
-                "bpvideo: error: the current folder no longer exists (it was removed while "
-                "the shell was in it): cd to a folder that exists, or give absolute paths",
-                err=True,
-            )
-            return 2
-        click.echo(
-            f"bpvideo: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with "
-            "--debug for the traceback and report it)",
-            err=True,
-        )
-        return 1
+        return _unexpected(exc, before)
     try:  # what is still buffered for stdout: written now, where a failure can be said
         sys.stdout.flush()
     except OSError as exc:
@@ -420,6 +403,28 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
         _stdout_to_devnull()
         return 1
     return result if isinstance(result, int) else 0
+
+
+def _unexpected(exc: Exception, before: int) -> int:
+    """Say what an exception no layer named was (stdout lost, the working folder gone, or
+    a bug), in one line; the exit code."""
+    stdout_failed = _stdout_failure(exc)
+    if stdout_failed is not None:
+        click.echo(_stdout_lost(stdout_failed, before), err=True)
+        return 1
+    if isinstance(exc, OSError) and _cwd_gone():
+        click.echo(
+            "bpvideo: error: the current folder no longer exists (it was removed while "
+            "the shell was in it): cd to a folder that exists, or give absolute paths",
+            err=True,
+        )
+        return 2
+    click.echo(
+        f"bpvideo: internal error: {type(exc).__name__}: {one_line(str(exc))} (rerun with "
+        "--debug for the traceback and report it)",
+        err=True,
+    )
+    return 1
 
 
 def _stdout_to_devnull() -> None:

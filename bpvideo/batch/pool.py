@@ -34,7 +34,7 @@ from typing import Any
 
 from bpvideo.errors import Terminated
 
-__all__ = ["GRACE", "WorkerDied", "WorkerPool"]
+__all__ = ["GRACE", "WorkerDied", "WorkerPool", "identities", "wait_for"]
 
 #: Seconds a worker has to stop by itself (SIGTERM, or the batch gone) before it is killed.
 GRACE = 1.2
@@ -268,3 +268,27 @@ def _kill_tree(pid: int | None) -> None:
             with contextlib.suppress(psutil.Error):
                 child.kill()
         process.kill()
+
+
+def identities(pids: list[int]) -> list[list[float]]:
+    """``[pid, create_time]`` of processes (a later ``--resume`` waits for them)."""
+    import psutil
+
+    found = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            found.append([pid, psutil.Process(pid).create_time()])
+    return found
+
+
+def wait_for(processes: list[Any], timeout: float = 3 * GRACE) -> None:
+    """Wait (a few seconds at most) for processes ``[pid, create_time]`` to end."""
+    import psutil
+
+    alive = []
+    for item in processes if isinstance(processes, list) else []:
+        with contextlib.suppress(psutil.Error, TypeError, ValueError):
+            process = psutil.Process(int(item[0]))
+            if abs(process.create_time() - float(item[1])) < 0.01:
+                alive.append(process)
+    psutil.wait_procs(alive, timeout=timeout)

@@ -16,7 +16,6 @@ which jobs finished, which were interrupted and which never started.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
@@ -32,7 +31,7 @@ from typing import Any
 
 from bpvideo.allocator import own_process
 from bpvideo.batch.config import BatchConfig, Job, load_config
-from bpvideo.batch.pool import GRACE, WorkerPool
+from bpvideo.batch.pool import WorkerPool, identities, wait_for
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
 from bpvideo.errors import BpvideoError, InputError, Terminated, literal
 from bpvideo.io.guard import Access, check_access, logfile_access, separate_access
@@ -422,7 +421,7 @@ def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> li
     entry in the report (status, seconds...), and earlier workers still ending are
     waited for (they were told to stop when their batch died)."""
     earlier = read_report(report.path) if options.resume else {}
-    _wait_for(earlier.get("worker_processes", []))
+    wait_for(earlier.get("worker_processes", []))
     todo = []
     for job in config.jobs:
         if options.resume and completed(job):
@@ -430,19 +429,6 @@ def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> li
         else:
             todo.append(job)
     return todo
-
-
-def _wait_for(processes: list[Any], timeout: float = 3 * GRACE) -> None:
-    """Wait (a few seconds at most) for processes ``[pid, create_time]`` to end."""
-    import psutil
-
-    alive = []
-    for item in processes if isinstance(processes, list) else []:
-        with contextlib.suppress(psutil.Error, TypeError, ValueError):
-            process = psutil.Process(int(item[0]))
-            if abs(process.create_time() - float(item[1])) < 0.01:
-                alive.append(process)
-    psutil.wait_procs(alive, timeout=timeout)
 
 
 def _run(
@@ -463,7 +449,7 @@ def _run(
                 else dask_executor(scheduler, workers)
             )
             with pool as executor:
-                report.state["worker_processes"] = _identities(getattr(executor, "pids", []))
+                report.state["worker_processes"] = identities(getattr(executor, "pids", []))
                 execute(todo, executor, lambda job, result: report.finished(job, result, progress),
                         on_start=report.running)  # fmt: skip
     except (Terminated, KeyboardInterrupt) as exc:
@@ -485,17 +471,6 @@ def _run(
         progress.close()
     report.save()
     return 0
-
-
-def _identities(pids: list[int]) -> list[list[float]]:
-    """``[pid, create_time]`` of processes (a later ``--resume`` waits for them)."""
-    import psutil
-
-    found = []
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            found.append([pid, psutil.Process(pid).create_time()])
-    return found
 
 
 def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | None, int]:

@@ -135,6 +135,13 @@ def _events_table(events: Sequence[Event], thumbs: dict[int, bytes]) -> str:
     return f'<table id="events"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _shown(text: str) -> str:
+    """``text`` as a page can show it: a file name's bytes that the file-system encoding
+    could not decode (held as surrogates) decoded as UTF-8, or replaced where they are not
+    UTF-8 either."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def report_html(
     *,
     title: str,
@@ -173,7 +180,7 @@ def report_html(
     )
     background = (f'<img id="background" alt="background" src="{_data_uri(background_png)}">'
                   if background_png else "<p>no background image</p>")  # fmt: skip
-    return (
+    return _shown(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f"<title>bpvideo report: {html.escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body><h1>bpvideo report: {html.escape(title)}</h1>"

@@ -26,7 +26,6 @@ def _finite(value: float) -> float:
     return float("inf") if value != value else value
 
 
-
 class ReportBuilder:
     """Counts the finished blocks of a run and builds its :class:`~bpvideo.records.Report`.
 

@@ -16,7 +16,7 @@ with the methods of :class:`~bpvideo.masks.sample.Data` and
 """
 
 from bpvideo.masks.options import MaskOptions
-from bpvideo.masks.rule import MaskResult, clean_mask, foreground_masks
+from bpvideo.masks.rule import MaskResult, clean_mask, foreground_masks, judged_on_observed
 from bpvideo.masks.sample import sample_model, window_model
 from bpvideo.masks.thresholds import MaskModel
 
@@ -26,6 +26,7 @@ __all__ = [
     "MaskResult",
     "clean_mask",
     "foreground_masks",
+    "judged_on_observed",
     "sample_model",
     "window_model",
 ]

@@ -168,8 +168,9 @@ def test_progress_and_log_of_frames_read_ahead(caplog: pytest.LogCaptureFixture)
     the bar reaches the last window, the log counts every frame read."""
     import dataclasses
 
+    from bpvideo.api import drain
     from bpvideo.io.arrays import open_frames
-    from bpvideo.pipeline.run import iter_windows, plan_run
+    from bpvideo.pipeline import Job, iter_blocks, plan_run
     from bpvideo.progress import track
     from bpvideo.settings import SeparateSettings
     from tests.conftest import tiny_frames
@@ -180,10 +181,7 @@ def test_progress_and_log_of_frames_read_ahead(caplog: pytest.LogCaptureFixture)
     seen: list[Progress] = []
     tracker = track(seen.append, source, plan)
     with caplog.at_level("INFO", logger="bpvideo"):
-        for window in iter_windows(source, settings, plan=plan, progress=tracker):
-            tracker.enter("write")
-            tracker.finished(window.report.new_frames)
-            tracker.window_done()
+        drain(iter_blocks(Job.of(source, settings, plan=plan, progress=tracker)), [], tracker)
     solving = sorted({p.window for p in seen if p.stage == "solve"})
     assert solving == [1, 2, 3, 4, 5] and max(p.windows for p in seen) == 5
     reads = [r.getMessage() for r in caplog.records if r.getMessage().startswith("read ")]

@@ -149,5 +149,5 @@ def test_library_and_yaml_take_times(tmp_path: Path, tiny_clip: Path) -> None:
 
 def test_arrays_convert_times_with_their_fps() -> None:
     frames = np.zeros((40, 8, 8), np.uint8)
-    source = bpvideo.api._open_frames(frames, SeparateSettings(start="1s", end="3s", fps=10))
+    source = bpvideo.api.open_arrays(frames, SeparateSettings(start="1s", end="3s", fps=10))
     assert source.start == 10 and source.frame_count == 20

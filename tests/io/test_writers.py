@@ -135,7 +135,7 @@ def test_raw_masks_to_a_named_pipe(tmp_path: Path) -> None:
     import time
 
     from bpvideo.errors import InputError, WorkError
-    from bpvideo.io.writers import RawMaskSink
+    from bpvideo.io.sinks.raw import RawMaskSink
 
     fifo = tmp_path / "masks.fifo"
     os.mkfifo(fifo)

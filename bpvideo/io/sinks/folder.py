@@ -18,7 +18,8 @@ import numpy as np
 
 from bpvideo.errors import InputError, literal
 from bpvideo.io.outputs import SUMMARY, OutputDir, atomic_write_bytes
-from bpvideo.io.writers import MaskWriter, RawMaskSink, VideoStream, encode_png
+from bpvideo.io.sinks.raw import RawMaskSink
+from bpvideo.io.writers import MaskWriter, VideoStream, encode_png
 from bpvideo.preview import contact_sheet, preview_frames
 from bpvideo.records import Block, Still, Stopwatch
 

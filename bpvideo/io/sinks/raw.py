@@ -1,0 +1,129 @@
+"""Masks as raw gray frames to a file, a named pipe or stdout (``--masks-to``):
+:class:`RawMaskSink`."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from bpvideo.errors import InputError, WorkError, literal
+
+__all__ = ["RawMaskSink"]
+
+
+def _open_raw(target: str) -> Any:
+    """``target`` opened for writing; a named pipe without a reader is refused at once
+    (a plain open would wait for one for ever)."""
+    try:
+        if stat.S_ISFIFO(os.stat(target).st_mode):
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:
+                    raise
+                raise InputError(
+                    f"{literal(target)}: no program reads this pipe ({{masks_to}}): start the "
+                    "reader first (e.g. ffmpeg -f rawvideo ... -i PIPE), then bpvideo",
+                    option=("masks_to", target),
+                ) from None
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, "wb")
+    except FileNotFoundError:
+        pass  # a new file
+    except OSError as exc:
+        raise _raw_refused(target, exc) from None
+    try:
+        return open(target, "wb")
+    except OSError as exc:
+        raise _raw_refused(target, exc) from None
+
+
+def _raw_refused(target: str, exc: OSError) -> InputError:
+    return InputError(
+        f"{literal(target)}: cannot write the raw masks ({exc.strerror}): choose another "
+        "{masks_to}",
+        option=("masks_to", target),
+    )
+
+
+class RawMaskSink:
+    """Masks as raw gray frames (0/255, H*W bytes each) to a file or to stdout (``"-"``).
+
+    Parameters
+    ----------
+    target : str
+        A file path, or ``"-"`` for stdout (binary, unbuffered by Python's text layer).
+
+    Notes
+    -----
+    A reader of stdout that closes the pipe early raises :class:`BrokenPipeError` from
+    :meth:`write` (the CLI ends quietly on it: ``| head``); a named pipe (FIFO) whose
+    reader goes away, or that no process reads, is a :class:`WorkError` that says so.
+    """
+
+    @staticmethod
+    def check(target: str | None) -> None:
+        """Refuse ``"-"`` when stdout is a terminal (binary would flood it), as gzip does.
+
+        Raises
+        ------
+        InputError
+            ``target`` is ``"-"`` and stdout is a terminal.
+        """
+        if target != "-":
+            return
+        try:
+            terminal = sys.stdout.isatty()
+        except (AttributeError, ValueError):  # replaced or closed stdout: not a terminal
+            terminal = False
+        if terminal:
+            raise InputError(
+                "{masks_to='-'} writes binary masks to stdout, which is a terminal: pipe or "
+                "redirect stdout ('| ffmpeg -f rawvideo ...' or '> masks.raw'), or give "
+                "{masks_to} a file",
+                option=("masks_to", target),
+            )
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.to_stdout = target == "-"
+        if self.to_stdout:
+            self._fh = sys.stdout.buffer
+        else:
+            self._fh = _open_raw(target)
+        self.count = 0
+
+    def write(self, masks: Iterable[np.ndarray]) -> None:
+        """Write boolean (H, W) masks as 0/255 bytes.
+
+        Raises
+        ------
+        WorkError
+            The reader of a named pipe went away.
+        """
+        try:
+            for mask in masks:
+                self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
+                self.count += 1
+            self._fh.flush()
+        except BrokenPipeError:
+            if self.to_stdout:
+                raise
+            raise WorkError(
+                f"{literal(self.target)}: the program reading this pipe stopped after "
+                f"{self.count} mask(s) ({{masks_to}}): check that program; nothing was kept",
+                option=("masks_to", self.target),
+            ) from None
+
+    def close(self) -> None:
+        """Flush (stdout) or close (file)."""
+        if self.to_stdout:
+            self._fh.flush()
+        else:
+            self._fh.close()

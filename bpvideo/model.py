@@ -1,0 +1,141 @@
+"""A background learned once and applied to new frames without solving again
+(:class:`BackgroundModel`), as OpenCV's background subtractors are used."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from bpvideo.api import open_arrays, settings_of
+from bpvideo.errors import InputError
+from bpvideo.io.arrays import open_frames
+from bpvideo.io.sources import open_source
+from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
+from bpvideo.solvers._common import Callback
+
+__all__ = ["BackgroundModel"]
+
+
+class BackgroundModel:
+    """A background learned on some frames, applied to new ones without solving again.
+
+    As OpenCV's background subtractors: ``model = BackgroundModel().fit(quiet_minute)``
+    solves once (best pair, the options and solve scale of :func:`separate`), then
+    ``model.apply(frame)`` gives the foreground mask of any new frame of the same camera
+    at the cost of a few passes over its pixels: the frame is projected robustly onto the
+    learned background subspace and thresholded with the threshold and clean-up the fit
+    found (:mod:`bpvideo.pipeline.learned`).
+
+    Parameters
+    ----------
+    **options
+        Options of ``bpvideo separate`` (:class:`~bpvideo.settings.SeparateSettings`).
+
+    Attributes
+    ----------
+    threshold : float
+        Threshold on ``|frame - background|`` of the masks, in grey levels.
+    background_image : (H, W) or (H, W, 3) uint8 ndarray
+        The learned background as one image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bpvideo
+    >>> rng = np.random.default_rng(0)
+    >>> frames = rng.normal(100, 2, (40, 24, 32)).clip(0, 255).astype(np.uint8)
+    >>> model = bpvideo.BackgroundModel().fit(frames[:30])
+    >>> frame = frames[35].copy()
+    >>> frame[5:12, 5:12] = 250  # something new
+    >>> mask = model.apply(frame)
+    >>> mask.shape, bool(mask[8, 8]), bool(mask[20, 25])
+    ((24, 32), True, False)
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self.settings = settings_of(options, arrays=True)
+        self._learned: LearnedBackground | None = None
+
+    def fit(self, frames: Any, /, *, callback: Callback | None = None) -> BackgroundModel:
+        """Learn the background on ``frames`` (an array, an iterable, or a file's path).
+
+        Returns
+        -------
+        BackgroundModel
+            ``self``.
+        """
+        if isinstance(frames, (str, os.PathLike)):
+            source = open_source(frames, **self.settings.selection(), scale=self.settings.scale)
+        else:
+            source = open_arrays(frames, self.settings)
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                self._learned = learn(source, self.settings, callback=callback)
+        finally:
+            source.close()
+        return self
+
+    @property
+    def learned(self) -> LearnedBackground:
+        """What :meth:`fit` learned."""
+        if self._learned is None:
+            raise InputError("the model has not learned a background yet: call fit(frames)")
+        return self._learned
+
+    @property
+    def threshold(self) -> float:
+        return float(self.learned.threshold or 0.0)
+
+    @property
+    def background_image(self) -> np.ndarray:
+        return self.learned.image
+
+    def apply(self, frames: Any, /) -> np.ndarray:
+        """Foreground masks of new frames.
+
+        Parameters
+        ----------
+        frames : (H, W[, 3]) array_like, or (T, H, W[, 3]), or iterable of frames
+            One frame or many, of the size the model learned on: uint8, or grey levels
+            0..255 of another dtype (float images of 0..1 are refused: multiply by 255).
+            An array of 3 dimensions is one colour frame when its last axis holds 1, 3
+            or 4 channels and is not the learned width (else T grey frames).
+
+        Returns
+        -------
+        (H, W) bool ndarray for one frame, (T, H, W) for many.
+
+        Raises
+        ------
+        InputError
+            Frames of another size than the learned one, of 4 channels, or of 0..1.
+        """
+        learned = self.learned
+        single = _is_one_frame(frames, learned.native_size)
+        if single:
+            frame = np.asarray(frames)
+            w, h = learned.native_size
+            if frame.shape[:2] != (h, w):
+                raise InputError(
+                    f"the frame is {frame.shape[1]}x{frame.shape[0]} but the background was "
+                    f"learned on {w}x{h}: give frames of that size"
+                )
+        source = open_frames([frames] if single else frames, scale=self.settings.scale)
+        with threadpool_limits(limits=1, user_api="blas"):
+            masks = [b.masks for b in iter_learned_blocks(learned, source, self.settings)]
+        out = np.concatenate(masks)
+        return out[0] if single else out
+
+
+def _is_one_frame(frames: Any, native_size: tuple[int, int]) -> bool:
+    """Whether ``frames`` is one (H, W) or (H, W, 3) frame of ``native_size`` (w, h)."""
+    if not isinstance(frames, np.ndarray):
+        return False
+    w, h = native_size
+    if frames.ndim == 2 or (frames.ndim == 3 and frames.shape[:2] == (h, w)):
+        return True
+    # (H', W', C): one frame of another size (refused with its size), not H' grey frames
+    return frames.ndim == 3 and frames.shape[2] in (1, 3, 4) and frames.shape[1:] != (h, w)
