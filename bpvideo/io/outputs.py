@@ -299,8 +299,11 @@ class OutputDir:
         # os.access says yes to root everywhere: try for real (read-only mounts, /proc).
         try:
             # named like a staging folder of this process: a run killed here leaves it to
-            # the next run's remove_stale_staging
-            os.rmdir(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-probe-", dir=ancestor))
+            # the next run's remove_stale_staging; a signal waits until it is gone
+            with signals_deferred():
+                probe = tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-probe-",
+                                         dir=ancestor)  # fmt: skip
+                os.rmdir(probe)
         except OSError as exc:
             raise _refused(
                 p, f"{q}: cannot write in {where} ({exc.strerror}): choose another {{output}}"
