@@ -14,6 +14,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from bpvideo.errors import InputError
 from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.io.clips import cut_clip, keyframe_at
@@ -82,7 +84,8 @@ class EventsSink:
     def write(self, block: Block) -> None:
         """Count a block's masks."""
         numbers = [self.source.mask_number(n) for n in block.numbers]
-        self.last_rows = self.stream.add(numbers, block.masks, block.frames)
+        times = block_times(self.source, block.numbers, numbers, self.fps)
+        self.last_rows = self.stream.add(numbers, block.masks, block.frames, times)
 
     def close(self) -> None:
         """Find the last events; stage ``events.csv`` (``frames.csv`` is written)."""
@@ -257,7 +260,8 @@ class TableSink:
     def write(self, block: Block) -> None:
         """Count a block's masks."""
         numbers = [self.source.mask_number(n) for n in block.numbers]
-        self.recorder.add(numbers, frame_times(numbers, self.recorder.fps), block.masks)
+        times = block_times(self.source, block.numbers, numbers, self.recorder.fps)
+        self.recorder.add(numbers, times, block.masks)
 
     def close(self) -> None:
         """Find the events."""
@@ -265,6 +269,21 @@ class TableSink:
 
     def abort(self) -> None:
         """Nothing to stop."""
+
+
+def block_times(
+    source: FrameSource, frames: list[int], numbers: list[int], fps: float
+) -> np.ndarray:
+    """(k,) seconds of a block's frames: a video's own timestamps where the decoder gave
+    them (a variable frame rate is kept), else the time of each mask number at the input's
+    rate (:func:`~bpvideo.io.event_stream.frame_times`: folders count from their frames'
+    numbers, as the ground truth of a sequence does)."""
+    times = frame_times(numbers, fps)
+    if source.numbering != "index":
+        return times
+    known = getattr(source, "times", {})
+    return np.array([t if (v := known.get(f)) is None else v
+                     for f, t in zip(frames, times.tolist(), strict=True)])  # fmt: skip
 
 
 def report_facts(name: str, frames: int, width: int, height: int, fps: float) -> dict[str, Any]:

@@ -181,3 +181,25 @@ def test_a_region_image_of_another_size_is_refused_before_any_output(clip: Path,
     with pytest.raises(InputError, match=message):
         separate_file(clip, tmp_path / "out", roi=str(tmp_path / "small.png"))
     assert not (tmp_path / "out").exists()
+
+
+def test_times_of_a_variable_frame_rate_come_from_the_input(tmp_path: Path) -> None:
+    """A clip with a 2 s gap in its timestamps: frames.csv and the events give each frame
+    its own time (as summary.json's ``times``), not its number over the rate."""
+    import subprocess
+
+    from bpvideo.io._ffmpeg import executable
+
+    clip = tmp_path / "vfr.mkv"
+    cmd = [executable(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+           "testsrc=s=48x36:r=10", "-frames:v", "40", "-vf",
+           "setpts='if(gte(N,20),PTS+20,PTS)'", "-fps_mode", "passthrough", "-c:v", "ffv1",
+           str(clip)]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=60)
+    separate_file(clip, tmp_path / "o", no_video=True, rank=1)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    with open(tmp_path / "o" / "frames.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 40 == len(summary["times"])
+    assert [float(r["seconds"]) for r in rows] == pytest.approx(summary["times"], abs=1e-3)
+    assert float(rows[20]["seconds"]) - float(rows[19]["seconds"]) == pytest.approx(2.1, abs=1e-3)
