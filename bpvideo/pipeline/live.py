@@ -1,0 +1,256 @@
+"""An online background: masks as frames arrive, a background model kept current.
+
+The first frames of the stream (``--learn``, the first :data:`LEARN_SECONDS` by default)
+are solved by best pair as :func:`~bpvideo.pipeline.learned.learn` does; every frame after
+is projected robustly onto that subspace and thresholded
+(:func:`~bpvideo.pipeline.learned.robust_coefficients`, the masks of ``separate``), in
+batches of the frames that have arrived (at most :data:`MOST_FRAMES`), so that a mask
+waits for no later frame.
+
+The model follows the scene (:class:`OnlineBackground`): a ring of :data:`RING_FRAMES`
+frames spread over the last ``absorb`` seconds is kept, and every :data:`REFRESH_FRAMES`
+new ring frames a worker thread solves the ring again by best pair (the same solve, the
+same options) and the new model is swapped in at the next batch. Light that drifts is
+followed twice: at once by the robust fit of each frame (a change of gain is in the
+subspace), and by each re-solve. A lasting change (a parked car) becomes background once
+it fills enough of the ring for best pair to take it as low-rank: the measured rate is in
+docs/method.md ("Live streams"). Memory is the ring and one batch, whatever the length of
+the stream.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from bpvideo.errors import InputError
+from bpvideo.io.arrays import open_frames
+from bpvideo.io.video import video_from_frames
+from bpvideo.pipeline.finish import Solution, finish, window_info
+from bpvideo.pipeline.learned import LearnedBackground, learn, robust_coefficients
+from bpvideo.pipeline.scale import Background
+from bpvideo.records import Block, Stopwatch
+from bpvideo.settings import SeparateSettings
+
+__all__ = [
+    "LEARN_SECONDS",
+    "MOST_FRAMES",
+    "REFRESH_FRAMES",
+    "RING_FRAMES",
+    "OnlineBackground",
+    "iter_live_blocks",
+    "learn_frames",
+]
+
+logger = logging.getLogger("bpvideo")
+
+#: Seconds of stream the first model is learned on, unless ``learn`` says otherwise.
+LEARN_SECONDS = 4.0
+#: Frames masked together at most (those that arrived while the previous batch was made).
+MOST_FRAMES = 8
+#: Frames of the ring that the model is solved again on.
+RING_FRAMES = 48
+#: New ring frames between two re-solves (a sixth of ``absorb``).
+REFRESH_FRAMES = 8
+
+
+def _solve_settings(settings: SeparateSettings) -> SeparateSettings:
+    """``settings`` for solving frames in memory: no selection, no learned background."""
+    return dataclasses.replace(settings, start=0, frames=None, end=None, duration=None,
+                               step=1, learn=None, learn_from=None)  # fmt: skip
+
+
+def learn_frames(
+    frames: list[np.ndarray], settings: SeparateSettings, fps: float, name: str
+) -> LearnedBackground:
+    """Learn a background on BGR frames in memory (best pair, the options of ``settings``).
+
+    Raises
+    ------
+    InputError
+        Too few frames for the rank.
+    """
+    source = open_frames(frames, fps=fps, name=name)
+    return learn(source, _solve_settings(settings))
+
+
+class OnlineBackground:
+    """A learned background kept current by re-solves of recent frames (module docstring).
+
+    Parameters
+    ----------
+    learned : LearnedBackground
+        The first model.
+    settings : SeparateSettings
+        The options each re-solve runs with.
+    fps : float
+        Frames per second of the stream.
+    absorb : float
+        Seconds the ring spans (``--absorb``); 0 keeps the first model for ever.
+    seed : list of ndarray
+        Frames the first model was learned on (the ring starts with some of them).
+    """
+
+    def __init__(
+        self,
+        learned: LearnedBackground,
+        settings: SeparateSettings,
+        fps: float,
+        absorb: float,
+        seed: Iterable[np.ndarray] = (),
+    ) -> None:
+        self.learned = learned
+        self.settings = settings
+        self.fps = fps
+        self.stride = max(1, round(absorb * fps / RING_FRAMES)) if absorb > 0 else 0
+        self.ring: collections.deque[np.ndarray] = collections.deque(maxlen=RING_FRAMES)
+        self.count = 0
+        self.fresh = 0
+        self.updates = 0
+        self.failures = 0
+        self._next: LearnedBackground | None = None
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
+        for frame in seed:
+            self._keep(frame)
+        self.fresh = 0
+
+    def _keep(self, frame: np.ndarray) -> None:
+        if self.stride and self.count % self.stride == 0:
+            self.ring.append(frame)
+            self.fresh += 1
+        self.count += 1
+
+    def offer(self, frames: Iterable[np.ndarray]) -> None:
+        """Frames that were masked: every ``stride``-th joins the ring; a re-solve starts
+        when :data:`REFRESH_FRAMES` have joined and no re-solve is running."""
+        for frame in frames:
+            self._keep(frame)
+        busy = self._worker is not None and self._worker.is_alive()
+        if self.fresh >= REFRESH_FRAMES and not busy and len(self.ring) >= RING_FRAMES // 3:
+            self.fresh = 0
+            frames = list(self.ring)
+            self._worker = threading.Thread(target=self._resolve, args=(frames,), daemon=True,
+                                            name="bpvideo-resolve")  # fmt: skip
+            self._worker.start()
+
+    def _resolve(self, frames: list[np.ndarray]) -> None:
+        t = time.perf_counter()
+        try:
+            fresh = learn_frames(frames, self.settings, self.fps / max(self.stride, 1), "ring")
+        except Exception as exc:  # keep the model in use; say why once in a while
+            self.failures += 1
+            logger.debug("re-solving the background failed: %s", exc)
+            return
+        with self._lock:
+            self._next = fresh
+        logger.debug("background re-solved on %d frames in %.2fs", len(frames),
+                     time.perf_counter() - t)  # fmt: skip
+
+    def model(self) -> LearnedBackground:
+        """The model to use now (a finished re-solve is swapped in here)."""
+        with self._lock:
+            if self._next is not None:
+                self.learned, self._next = self._next, None
+                self.updates += 1
+        return self.learned
+
+    def close(self, wait: float = 0.0) -> None:
+        """Let a running re-solve finish within ``wait`` seconds (it is a daemon thread)."""
+        if self._worker is not None:
+            self._worker.join(wait)
+
+
+def apply_batch(
+    online: OnlineBackground,
+    batch: list[tuple[int, np.ndarray]],
+    settings: SeparateSettings,
+    index: int,
+    fps: float,
+    clock: Stopwatch,
+) -> Iterator[Block]:
+    """The blocks of a batch of numbered frames under the current model (then offered to
+    the ring)."""
+    t = time.perf_counter()
+    learned = online.model()
+    video = video_from_frames(batch, gray=settings.gray, fps=fps, source="live")
+    C = robust_coefficients(learned, video.data)
+    clock.add("solve", time.perf_counter() - t)
+    L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
+    solution = Solution(video, 0, L, None, learned.model, window_info(video, 0, index))
+    yield from finish(solution, settings.masks, clock)
+    online.offer(frame for _, frame in batch)
+
+
+def iter_live_blocks(
+    batches: Iterable[list[tuple[int, np.ndarray]]],
+    settings: SeparateSettings,
+    *,
+    fps: float,
+    name: str,
+    learn_count: int,
+    clock: Stopwatch | None = None,
+    state: dict | None = None,
+) -> Iterator[Block]:
+    """Separate a live stream: learn on its first ``learn_count`` frames, then mask each
+    batch as it comes with a model kept current (see the module docstring).
+
+    Parameters
+    ----------
+    batches : iterable of list of (int, (H, W, 3) uint8 ndarray)
+        Numbered frames in batches of what has arrived.
+    settings : SeparateSettings
+        The options (``absorb``: seconds of the ring).
+    fps : float
+        The stream's frame rate.
+    name : str
+        The source, for messages.
+    learn_count : int
+        Frames the first model is learned on.
+    clock : Stopwatch, optional
+        Counts the seconds of each stage.
+    state : dict, optional
+        Filled with ``"online"`` (the :class:`OnlineBackground`) once it exists.
+
+    Raises
+    ------
+    InputError
+        The stream ended before any frame, or with too few frames for the rank.
+    """
+    clock = clock or Stopwatch()
+    batches = iter(batches)
+    buffer: list[tuple[int, np.ndarray]] = []
+    t = time.perf_counter()
+    for batch in batches:
+        buffer.extend(batch)
+        if len(buffer) >= learn_count:
+            break
+    clock.add("read", time.perf_counter() - t)
+    if not buffer:
+        raise InputError(f"{name}: the stream ended before its first frame: check the source")
+    t = time.perf_counter()
+    learned = learn_frames([f for _, f in buffer[:learn_count]], settings, fps, name)
+    clock.add("solve", time.perf_counter() - t)
+    logger.info("learned the background on the first %d frame(s) of %s in %.2fs",
+                min(learn_count, len(buffer)), name, time.perf_counter() - t)  # fmt: skip
+    online = OnlineBackground(learned, settings, fps, settings.absorb)
+    if state is not None:
+        state["online"] = online
+    index = 0
+    try:
+        for lo in range(0, len(buffer), MOST_FRAMES):
+            yield from apply_batch(online, buffer[lo : lo + MOST_FRAMES], settings, index, fps,
+                                   clock)  # fmt: skip
+            index += 1
+        del buffer
+        for batch in batches:
+            yield from apply_batch(online, batch, settings, index, fps, clock)
+            index += 1
+    finally:
+        online.close()
