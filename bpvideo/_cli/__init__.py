@@ -219,6 +219,8 @@ def separate(
         output = output if output is not None else file_output
         given = merge_options(from_file, given)
     settings = SeparateSettings.from_mapping(given)
+    if _live_run(list(inputs), output, settings, given, as_json):
+        return
     paths = expand_inputs(list(inputs))
     _check_streams(paths, settings)
     if len(paths) > 1 and settings.masks_to is not None:
@@ -253,6 +255,36 @@ def separate(
     if failed:
         click.echo(f"bpvideo: {failed} of {len(paths)} input(s) failed", err=True)
         raise click.exceptions.Exit(1)
+
+
+def _live_run(
+    inputs: list[str], output: str | None, settings: SeparateSettings, given: dict[str, Any],
+    as_json: bool,
+) -> bool:  # fmt: skip
+    """Run a live INPUT (a URL, or ``--live``): True when it was one (docs: usage.md,
+    "Live cameras"); refuse live options for files."""
+    from bpvideo.live import check_live_options, is_live
+
+    live = [path for path in inputs if is_live(path, settings)]
+    if not live:
+        for path in inputs:
+            check_live_options(path, settings)
+        return False
+    if len(inputs) > 1:
+        raise InputError(
+            f"a live input takes the whole run, got {len(inputs)} inputs: run one at a time",
+            option=("live", True),
+        )
+    from bpvideo.live import separate_live
+
+    _check_streams(inputs, settings)
+    reports = separate_live(inputs[0], output, **given)
+    if "-" in (settings.masks_to, settings.events_to):
+        return True  # stdout carries only data
+    for report in reports:
+        summary = report.to_dict()
+        click.echo(json.dumps(summary) if as_json else summary["output"])
+    return True
 
 
 def _defaults_file(path: str, debug: bool) -> dict[str, Any]:

@@ -67,9 +67,14 @@ def _solve_settings(settings: SeparateSettings) -> SeparateSettings:
 
 
 def learn_frames(
-    frames: list[np.ndarray], settings: SeparateSettings, fps: float, name: str
+    frames: list[np.ndarray],
+    settings: SeparateSettings,
+    fps: float,
+    name: str,
+    blocks: list[Block] | None = None,
 ) -> LearnedBackground:
-    """Learn a background on BGR frames in memory (best pair, the options of ``settings``).
+    """Learn a background on BGR frames in memory (best pair, the options of ``settings``);
+    ``blocks`` gets the finished blocks of the frames solved, when given.
 
     Raises
     ------
@@ -77,7 +82,7 @@ def learn_frames(
         Too few frames for the rank.
     """
     source = open_frames(frames, fps=fps, name=name)
-    return learn(source, _solve_settings(settings))
+    return learn(source, _solve_settings(settings), blocks=blocks)
 
 
 class OnlineBackground:
@@ -235,20 +240,27 @@ def iter_live_blocks(
     if not buffer:
         raise InputError(f"{name}: the stream ended before its first frame: check the source")
     t = time.perf_counter()
-    learned = learn_frames([f for _, f in buffer[:learn_count]], settings, fps, name)
+    first: list[Block] = []
+    learned = learn_frames([f for _, f in buffer[:learn_count]], settings, fps, name, first)
     clock.add("solve", time.perf_counter() - t)
     logger.info("learned the background on the first %d frame(s) of %s in %.2fs",
                 min(learn_count, len(buffer)), name, time.perf_counter() - t)  # fmt: skip
     online = OnlineBackground(learned, settings, fps, settings.absorb)
     if state is not None:
         state["online"] = online
-    index = 0
+    index = 1
     try:
-        for lo in range(0, len(buffer), MOST_FRAMES):
-            yield from apply_batch(online, buffer[lo : lo + MOST_FRAMES], settings, index, fps,
+        for block in first:  # the solve's own masks, numbered as the stream's frames
+            block.numbers = [buffer[n][0] for n in block.numbers]
+            yield block
+        online.offer(f for _, f in buffer[:learn_count])
+        rest, first = buffer[learn_count:], []
+        del buffer
+        for lo in range(0, len(rest), MOST_FRAMES):
+            yield from apply_batch(online, rest[lo : lo + MOST_FRAMES], settings, index, fps,
                                    clock)  # fmt: skip
             index += 1
-        del buffer
+        del rest
         for batch in batches:
             yield from apply_batch(online, batch, settings, index, fps, clock)
             index += 1

@@ -33,6 +33,7 @@ from bpvideo._spec import (
 from bpvideo.errors import InputError
 from bpvideo.masks.options import MASK_RULES, MaskOptions
 from bpvideo.settings.input import InputSettings
+from bpvideo.settings.live import LiveSettings
 from bpvideo.settings.masks import MaskSettings
 from bpvideo.settings.names import (
     EXCLUSIVE,
@@ -63,6 +64,7 @@ __all__ = [
     "TIME_FORMS",
     "X264_PRESETS",
     "InputSettings",
+    "LiveSettings",
     "MaskSettings",
     "OutputSettings",
     "SeparateSettings",
@@ -87,7 +89,7 @@ __all__ = [
 
 
 @dataclass
-class SeparateSettings(OutputSettings, MaskSettings, SolverSettings, InputSettings):
+class SeparateSettings(LiveSettings, OutputSettings, MaskSettings, SolverSettings, InputSettings):
     """Settings of one ``separate`` job. Defaults here are the tool's defaults.
 
     Every field carries a :class:`Spec` (type, bounds, help). Construct with keywords and
@@ -221,7 +223,7 @@ class SeparateSettings(OutputSettings, MaskSettings, SolverSettings, InputSettin
 
     def section(self, title: str) -> dict[str, Any]:
         """The options of one section of the table (``"Input"``, ``"Solver"``, ``"Masks"``,
-        ``"Output"``), by name: what the layer that uses them is handed."""
+        ``"Output"``, ``"Live"``), by name: what the layer that uses them is handed."""
         return {f.name: getattr(self, f.name) for f in fields(SECTIONS[title])}
 
     @property
