@@ -5,7 +5,7 @@ A URL is read only where the user typed it: :func:`is_url` is asked of INPUT alo
 of a name found inside a file (files reach ffmpeg as ``file:`` URLs with only the file
 protocol allowed, so a playlist that names a URL stays refused). The ffmpeg that reads a
 URL may use that URL's protocol family and nothing else (``-protocol_whitelist``), with
-low-latency settings: no input buffering, a probe of at most half a second
+low-latency settings: a probe of at most half a second
 (:data:`LOW_LATENCY`), and a read timeout so that a stalled stream counts as dropped.
 
 Frames are decoded by ffmpeg into y4m (its header gives the size) and read by a thread
@@ -65,12 +65,15 @@ URL_SCHEMES = {
     "srt": "srt,udp",
 }
 _URL = re.compile(r"^(" + "|".join(URL_SCHEMES) + r")://", re.IGNORECASE)
-#: ffmpeg input options of a live source: no buffering of input packets, a probe of at
-#: most 0.5 s of stream (the default is 5 s), frames handed on as soon as decoded.
-LOW_LATENCY = ("-fflags", "nobuffer", "-flags", "low_delay", "-probesize", "262144",
-               "-analyzeduration", "500000")  # fmt: skip
+#: ffmpeg input options of a live source: a probe of at most 0.5 s of stream (the default,
+#: 5 s, held the first frame back 5 s), frames handed on as soon as decoded. Not
+#: ``-fflags nobuffer``: on MPEG-TS over HTTP it lost the first second of frames (125 of
+#: 150 decoded) or all of them.
+LOW_LATENCY = ("-flags", "low_delay", "-probesize", "262144", "-analyzeduration", "500000")
 #: Seconds without data after which a connected stream counts as dropped.
 READ_TIMEOUT = 5.0
+#: Seconds the first connection is tried for (within ``reconnect``).
+FIRST_TRIES = 5.0
 #: Longest wait between two reconnection attempts, in seconds.
 BACKOFF_MAX = 8.0
 #: Frames waiting in the queue between the reader and the consumer (bounded memory: a
@@ -211,18 +214,33 @@ class LiveReader:
             self._first: Iterator[tuple[int, np.ndarray]] = frames
             self.reconnect = 0.0
         else:
-            try:
-                self._connection = _connect(name, None)
-            except OSError as exc:
-                raise InputError(
-                    f"{literal(self.shown)}: cannot open the stream ({literal(exc)}): check "
-                    "the address and that the camera is streaming"
-                ) from None
+            self._connection = self._first_connection()
             c = self._connection
             self.width, self.height, self.fps = c.width, c.height, c.fps
             self._first = c.frames
         self._thread = threading.Thread(target=self._run, name="bpvideo-live", daemon=True)
         self._thread.start()
+
+    def _first_connection(self) -> _Connection:
+        """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting).
+
+        Raises
+        ------
+        InputError
+            No connection: ffmpeg's last line says why.
+        """
+        deadline = time.monotonic() + min(self.reconnect, FIRST_TRIES)
+        delay = 0.1
+        while True:
+            try:
+                return _connect(self.name, None)
+            except OSError as exc:
+                if time.monotonic() + delay > deadline or self.stop.wait(delay):
+                    raise InputError(
+                        f"{literal(self.shown)}: cannot open the stream ({literal(exc)}): "
+                        "check the address and that the camera is streaming"
+                    ) from None
+                delay = min(2 * delay, 1.0)
 
     def _run(self) -> None:
         try:
@@ -245,7 +263,7 @@ class LiveReader:
         count = 0
         try:
             for _, frame in frames:
-                if not self._put((frame, time.time())):
+                if self.stop.is_set() or not self._put((frame, time.time())):
                     break
                 count += 1
         except (OSError, ValueError) as exc:  # cut inside a frame: a drop
@@ -308,6 +326,8 @@ class LiveReader:
                 if item is None:
                     if self.error is not None:
                         raise self.error
+                    return
+                if self.stop.is_set():  # frames read after the stop are dropped
                     return
                 yield item
         finally:
