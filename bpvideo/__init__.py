@@ -12,7 +12,8 @@ Public names: :func:`separate` (arrays), :func:`iter_separate` (arrays, window b
 window), :func:`separate_file` (files, what ``bpvideo separate`` does),
 :class:`BackgroundModel` (learn once, apply to new frames), :class:`LiveSeparator` (a
 model that keeps learning), :func:`separate_live` (network streams, devices, stdin read
-live), :func:`evaluate` (scores against ground truth), :func:`best_pair` (the solver on a pixels x frames matrix).
+live), :func:`evaluate` (scores against ground truth), :func:`best_pair` (the solver on a
+pixels x frames matrix).
 
 Layers (each imports only those below it; docs/layout.md)
 ------

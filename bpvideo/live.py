@@ -300,7 +300,8 @@ class LiveSeparator(BackgroundModel):
         from bpvideo.io.arrays import as_bgr
 
         single = isinstance(frames, np.ndarray) and (
-            frames.ndim == 2 or (frames.ndim == 3 and frames.shape[2] in (1, 3)))
+            frames.ndim == 2 or (frames.ndim == 3 and frames.shape[2] in (1, 3))
+        )
         batch = [as_bgr(f, i) for i, f in enumerate([frames] if single else frames)]
         if self.online is None:
             self._pending += batch
@@ -312,16 +313,19 @@ class LiveSeparator(BackgroundModel):
             self.online = OnlineBackground(self._learned, self.settings, self.fps,
                                            self.settings.absorb)  # fmt: skip
             single = False
-        numbered = list(enumerate(batch, self._index))
-        self._index += len(batch)
+        masks = []
         with threadpool_limits(limits=1, user_api="blas"):
-            masks = np.concatenate([b.masks for b in apply_batch(
-                self.online, numbered, self.settings, self._index, self.fps, self._clock)])  # fmt: skip
+            for lo in range(0, len(batch), MOST_FRAMES):  # the model follows along
+                part = list(enumerate(batch[lo : lo + MOST_FRAMES], self._index))
+                self._index += len(part)
+                blocks = apply_batch(self.online, part, self.settings, self._index, self.fps,
+                                     self._clock)  # fmt: skip
+                masks += [b.masks for b in blocks]
         self._learned = self.online.learned
-        return masks[0] if single else masks
+        out = np.concatenate(masks)
+        return out[0] if single else out
 
     @property
     def updates(self) -> int:
         """Re-solves swapped in so far."""
         return 0 if self.online is None else self.online.updates
-

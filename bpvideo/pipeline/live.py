@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 
+import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
@@ -43,6 +44,7 @@ __all__ = [
     "MOST_FRAMES",
     "REFRESH_FRAMES",
     "RING_FRAMES",
+    "RING_SECONDS",
     "OnlineBackground",
     "iter_live_blocks",
     "learn_frames",
@@ -56,7 +58,9 @@ LEARN_SECONDS = 4.0
 MOST_FRAMES = 8
 #: Frames of the ring that the model is solved again on.
 RING_FRAMES = 48
-#: New ring frames between two re-solves (a sixth of ``absorb``).
+#: Seconds of stream the ring spans (a frame joins it every ``RING_SECONDS / RING_FRAMES``).
+RING_SECONDS = 30.0
+#: New ring frames between two re-solves (every 5 s of stream).
 REFRESH_FRAMES = 8
 
 
@@ -97,50 +101,71 @@ class OnlineBackground:
     fps : float
         Frames per second of the stream.
     absorb : float
-        Seconds the ring spans (``--absorb``); 0 keeps the first model for ever.
-    seed : list of ndarray
-        Frames the first model was learned on (the ring starts with some of them).
+        Seconds a pixel stays foreground before the change is taken into the background
+        (``--absorb``); 0: never.
     """
 
     def __init__(
-        self,
-        learned: LearnedBackground,
-        settings: SeparateSettings,
-        fps: float,
-        absorb: float,
-        seed: Iterable[np.ndarray] = (),
+        self, learned: LearnedBackground, settings: SeparateSettings, fps: float, absorb: float
     ) -> None:
         self.learned = learned
         self.settings = settings
         self.fps = fps
-        self.stride = max(1, round(absorb * fps / RING_FRAMES)) if absorb > 0 else 0
+        self.stride = max(1, round(RING_SECONDS * fps / RING_FRAMES))
+        self.absorb_frames = round(absorb * fps) if absorb > 0 else None
         self.ring: collections.deque[np.ndarray] = collections.deque(maxlen=RING_FRAMES)
+        self.age: np.ndarray | None = None  # frames each pixel has been foreground
         self.count = 0
         self.fresh = 0
         self.updates = 0
-        self.failures = 0
         self._next: LearnedBackground | None = None
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
-        for frame in seed:
-            self._keep(frame)
-        self.fresh = 0
 
-    def _keep(self, frame: np.ndarray) -> None:
-        if self.stride and self.count % self.stride == 0:
-            self.ring.append(frame)
+    def _keep(self, frame: np.ndarray, mask: np.ndarray, background: np.ndarray) -> None:
+        """Count a frame's foreground age; every ``stride``-th frame joins the ring with its
+        young foreground replaced by the background the model gave it, and pixels that
+        have been foreground for ``absorb`` seconds are written into every ring frame.
+
+        Ring frames are in the solve's channels (grey (H, W) unless ``gray=False``)."""
+        if self.settings.gray and frame.ndim == 3:
+            frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        if self.age is None:
+            self.age = np.zeros(mask.shape, np.int32)
+        self.age += 1
+        self.age[~mask] = 0
+        lasting = None
+        if self.absorb_frames is not None:
+            lasting = self.age >= self.absorb_frames
+        if self.count % self.stride == 0:
+            young = mask if lasting is None else mask & ~lasting
+            self.ring.append(np.where(young if frame.ndim == 2 else young[..., None],
+                                      background, frame))  # fmt: skip
             self.fresh += 1
+        if lasting is not None and lasting.any():
+            for old in self.ring:
+                old[lasting] = frame[lasting]
+            self.fresh = max(self.fresh, REFRESH_FRAMES)  # solved again at once
+            self.age[lasting] = 0  # taken in: counted again should it stay foreground
         self.count += 1
 
-    def offer(self, frames: Iterable[np.ndarray]) -> None:
-        """Frames that were masked: every ``stride``-th joins the ring; a re-solve starts
-        when :data:`REFRESH_FRAMES` have joined and no re-solve is running."""
-        for frame in frames:
-            self._keep(frame)
+    def offer(
+        self, frames: Iterable[np.ndarray], masks: np.ndarray, backgrounds: np.ndarray
+    ) -> None:
+        """Frames that were masked, with their (k, H, W) masks and (k, H, W[, 3]) background
+        (see :meth:`_keep`); a re-solve starts when :data:`REFRESH_FRAMES` frames have
+        joined the ring and none is running (waited for when twice as many have joined
+        meanwhile)."""
+        for frame, mask, background in zip(frames, masks, backgrounds, strict=True):
+            self._keep(frame, mask, background)
+        if self.fresh >= 2 * REFRESH_FRAMES and self._worker is not None:
+            # frames come faster than the ring is solved (a stream read faster than real
+            # time): wait, so that the model keeps up in stream time
+            self._worker.join()
         busy = self._worker is not None and self._worker.is_alive()
-        if self.fresh >= REFRESH_FRAMES and not busy and len(self.ring) >= RING_FRAMES // 3:
+        if self.fresh >= REFRESH_FRAMES and not busy and len(self.ring) >= REFRESH_FRAMES:
             self.fresh = 0
-            frames = list(self.ring)
+            frames = [f.copy() for f in self.ring]
             self._worker = threading.Thread(target=self._resolve, args=(frames,), daemon=True,
                                             name="bpvideo-resolve")  # fmt: skip
             self._worker.start()
@@ -148,9 +173,8 @@ class OnlineBackground:
     def _resolve(self, frames: list[np.ndarray]) -> None:
         t = time.perf_counter()
         try:
-            fresh = learn_frames(frames, self.settings, self.fps / max(self.stride, 1), "ring")
-        except Exception as exc:  # keep the model in use; say why once in a while
-            self.failures += 1
+            fresh = learn_frames(frames, self.settings, self.fps / self.stride, "ring")
+        except Exception as exc:  # keep the model in use
             logger.debug("re-solving the background failed: %s", exc)
             return
         with self._lock:
@@ -189,8 +213,12 @@ def apply_batch(
     clock.add("solve", time.perf_counter() - t)
     L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
     solution = Solution(video, 0, L, None, learned.model, window_info(video, 0, index))
-    yield from finish(solution, settings.masks, clock)
-    online.offer(frame for _, frame in batch)
+    masks, backgrounds = [], []
+    for block in finish(solution, settings.masks, clock):
+        masks.append(block.masks)
+        backgrounds.append(block.background)
+        yield block
+    online.offer((frame for _, frame in batch), np.concatenate(masks), np.concatenate(backgrounds))
 
 
 def iter_live_blocks(
@@ -251,9 +279,10 @@ def iter_live_blocks(
     index = 1
     try:
         for block in first:  # the solve's own masks, numbered as the stream's frames
+            frames = [buffer[n][1] for n in block.numbers]
             block.numbers = [buffer[n][0] for n in block.numbers]
             yield block
-        online.offer(f for _, f in buffer[:learn_count])
+            online.offer(frames, block.masks, block.background)
         rest, first = buffer[learn_count:], []
         del buffer
         for lo in range(0, len(rest), MOST_FRAMES):

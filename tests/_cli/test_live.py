@@ -24,7 +24,6 @@ from tests.conftest import default_signals, f_measure, process_env, read_masks, 
 from tests.live_helpers import FPS, free_port, serve, url, write_clip
 
 
-
 @pytest.fixture(scope="module")
 def street(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     """A 6-second street clip (150 frames of 96x72 at 25 fps) and its ground truth."""
@@ -88,7 +87,7 @@ def test_dropped_stream_is_reconnected(street, tmp_path):
         first.wait(timeout=30)  # the whole clip was sent: the connection closes
         time.sleep(1.0)  # a gap with no server at all
         second = serve(clip, port)
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         _stop(second)
     finally:
         _stop(first)
@@ -147,7 +146,7 @@ def test_sigint_closes_the_segment_as_a_complete_result(street, tmp_path):
             time.sleep(0.1)
         time.sleep(1.0)  # the second one is being written
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     finally:
         _stop(server)
         if proc.poll() is None:
@@ -156,7 +155,7 @@ def test_sigint_closes_the_segment_as_a_complete_result(street, tmp_path):
     assert "stopped by signal 2" in err.decode()
     segments = sorted((tmp_path / "out").iterdir())
     assert len(segments) == 2
-    assert [_summary(s)["frames"] for s in segments][0] == 100
+    assert _summary(segments[0])["frames"] == 100
     last = _summary(segments[1])
     assert 0 < last["frames"] <= 100
     assert len(list((segments[1] / "masks").glob("bin*.png"))) == last["frames"]
@@ -171,9 +170,10 @@ def test_live_stdin(tmp_path):
     y4m = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-i", clip,
                           "-f", "yuv4mpegpipe", "-pix_fmt", "yuv444p", "-"],
                          capture_output=True, check=True).stdout  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "bpvideo", "separate", "-", "--live", "-o",
-                           tmp_path / "out", "--learn", "0:40", "--no-video"], input=y4m,
-                          capture_output=True, env=process_env(), timeout=90, check=False)  # fmt: skip
+    args = ["separate", "-", "--live", "-o", tmp_path / "out", "--learn", "0:40", "--no-video"]
+    cmd = [sys.executable, "-m", "bpvideo", *map(str, args)]
+    done = subprocess.run(cmd, input=y4m, capture_output=True, env=process_env(), timeout=90,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr.decode()
     assert _summary(tmp_path / "out")["frames"] == 80
     masks = read_masks(tmp_path / "out" / "masks") > 0

@@ -166,7 +166,7 @@ class LiveEventSink:
         self._fh: IO[str] | None = None
 
     def open(self) -> None:
-        self._fh = sys.stdout if self.target == "-" else open(self.target, "w")  # noqa: SIM115
+        self._fh = sys.stdout if self.target == "-" else open(self.target, "w")
 
     def write(self, block: Block) -> None:
         numbers = [self.mask_number(n) for n in block.numbers]

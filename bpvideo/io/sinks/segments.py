@@ -72,7 +72,7 @@ class ResultSink:
     def open(self) -> None:
         """Create the staging folder and start the encoders."""
         self.outdir.__enter__()
-        reports, plan, _ = self.solved()
+        _, plan, _ = self.solved()
         self.folder = FolderSink(self.outdir, self.source, self.settings, self.clock)
         self.builder = ReportBuilder(self.source, self.settings, plan)
         self.folder.open()
@@ -89,8 +89,8 @@ class ResultSink:
             self.folder.close()
             reports, plan, info = self.solved()
             self.builder.solved_by(reports, plan)
-            report = self.builder.build(output=str(self.path),
-                                        outputs=output_names(self.settings), learned=info)  # fmt: skip
+            outputs = output_names(self.settings)
+            report = self.builder.build(output=str(self.path), outputs=outputs, learned=info)
             report.seconds = self.clock.total()
             write_json(self.outdir.stage(SUMMARY), report.to_dict())
             self.outdir.commit()
