@@ -51,6 +51,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bpvideo")
+#: The thread of the re-solves: its routine log lines (frames read, iterations) are
+#: dropped, a re-solve every few seconds would bury the rest.
+RESOLVE_THREAD = "bpvideo-resolve"
+logger.addFilter(lambda r: r.threadName != RESOLVE_THREAD or r.levelno >= logging.WARNING)
 
 #: Seconds of stream the first model is learned on, unless ``learn`` says otherwise.
 LEARN_SECONDS = 4.0
@@ -167,7 +171,7 @@ class OnlineBackground:
             self.fresh = 0
             frames = [f.copy() for f in self.ring]
             self._worker = threading.Thread(target=self._resolve, args=(frames,), daemon=True,
-                                            name="bpvideo-resolve")  # fmt: skip
+                                            name=RESOLVE_THREAD)  # fmt: skip
             self._worker.start()
 
     def _resolve(self, frames: list[np.ndarray]) -> None:
