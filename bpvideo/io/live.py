@@ -66,10 +66,11 @@ URL_SCHEMES = {
 }
 _URL = re.compile(r"^(" + "|".join(URL_SCHEMES) + r")://", re.IGNORECASE)
 #: ffmpeg input options of a live source: a probe of at most 0.5 s of stream (the default,
-#: 5 s, held the first frame back 5 s), frames handed on as soon as decoded. Not
+#: 5 s, held the first frame back 5 s) or 5 MB (with 256 KiB a 720x480 lossless stream's
+#: rate was guessed 50 for 25), frames handed on as soon as decoded. Not
 #: ``-fflags nobuffer``: on MPEG-TS over HTTP it lost the first second of frames (125 of
 #: 150 decoded) or all of them.
-LOW_LATENCY = ("-flags", "low_delay", "-probesize", "262144", "-analyzeduration", "500000")
+LOW_LATENCY = ("-flags", "low_delay", "-probesize", "5000000", "-analyzeduration", "500000")
 #: Seconds without data after which a connected stream counts as dropped.
 READ_TIMEOUT = 5.0
 #: Seconds the first connection is tried for (within ``reconnect``).
@@ -122,8 +123,9 @@ def _command(name: str, size: tuple[int, int] | None) -> list[str]:
             cmd += ["-rtsp_flags", "prefer_tcp"]
     else:  # a capture device
         cmd += ["-protocol_whitelist", "file", *LOW_LATENCY, "-f", "v4l2"]
-    cmd += ["-i", name, "-map", "0:V:0", "-an", "-sn", "-f", "yuv4mpegpipe",
-            "-pix_fmt", "yuv444p", "-strict", "-1"]  # fmt: skip
+    # every frame decoded is passed on once: never duplicated to fill a guessed rate
+    cmd += ["-i", name, "-map", "0:V:0", "-an", "-sn", "-fps_mode", "passthrough",
+            "-f", "yuv4mpegpipe", "-pix_fmt", "yuv444p", "-strict", "-1"]  # fmt: skip
     if size is not None:  # a reconnection: frames of the first connection's size
         cmd += ["-s", f"{size[0]}x{size[1]}"]
     return [*cmd, "pipe:1"]

@@ -165,6 +165,19 @@ class SeparateSettings(LiveSettings, OutputSettings, MaskSettings, SolverSetting
                         option=(setting, getattr(self, setting)),
                     )
 
+    def not_live(self) -> SeparateSettings:
+        """Self, unless it holds options of live streams (``bpvideo.separate_live``'s).
+
+        Raises
+        ------
+        InputError
+            ``live``, ``segment`` or ``events_to`` is set.
+        """
+        if self.live or self.segment is not None or self.events_to is not None:
+            raise InputError("{live}, {segment} and {events_to} are options of live streams: "
+                             "use bpvideo.separate_live", option=("live", self.live))  # fmt: skip
+        return self
+
     def selection(self) -> dict[str, Any]:
         """``start``, ``frames``, ``end``, ``duration``, ``step``: which frames to read, as
         :func:`~bpvideo.io.sources.open_source` takes them."""
