@@ -108,7 +108,7 @@ class LiveEvents:
         pending = [lo for lo, _ in merged if lo >= done]
         first = pending[0] if pending else len(self.rows)
         # rows before an open event, or the last ones, are kept for its padding
-        self.rows = self.rows[max(done, first - self.pad) :]
+        self.rows = [] if final else self.rows[max(done, first - self.pad) :]
         return out
 
     def _event(self, lo: int, hi: int, active: list[bool]) -> dict:
