@@ -15,8 +15,11 @@ def test_urls(name):
     assert is_url(name)
 
 
-@pytest.mark.parametrize("name", ["cam.mp4", "file:cam.mp4", "concat:a.mp4|b.mp4", "-",
-                                  "rtsp:/x", "./rtsp://x", "subfile,,start,0,end,0,,:x.mp4"])  # fmt: skip
+NOT_URLS = ["cam.mp4", "file:cam.mp4", "concat:a.mp4|b.mp4", "-", "rtsp:/x", "./rtsp://x",
+            "subfile,,start,0,end,0,,:x.mp4"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NOT_URLS)
 def test_not_urls(name):
     assert not is_url(name)
 
