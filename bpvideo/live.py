@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -82,9 +82,14 @@ def check_live_options(input: str, settings: SeparateSettings) -> None:
             "them, or drop {live} for a file",
             option=("live", True),
         )
-    for name in ("learn_from", "mask", "observe", "groundtruth", "preview"):
+    for name in ("learn_from", "mask", "observe", "groundtruth", "preview", "end"):
         if getattr(settings, name) not in (None, False):
             raise InputError(f"{{{name}}} cannot be used on a live stream: drop it",
+                             option=(name, getattr(settings, name)))  # fmt: skip
+    for name, plain in (("start", 0), ("step", 1)):
+        if getattr(settings, name) != plain:
+            raise InputError(f"{{{name}}} cannot be used on a live stream: drop it (a live "
+                             "stream is read from now on, every frame)",
                              option=(name, getattr(settings, name)))  # fmt: skip
     if settings.masks_to == "-" and settings.events_to == "-":
         raise InputError("{masks_to} and {events_to} cannot both be stdout: give one a file",
@@ -216,8 +221,8 @@ def _run(source: FrameSource, reader: Any, settings: SeparateSettings, out_path:
     if settings.frames is not None or settings.duration is not None:
         count = settings.frames or parse_time(settings.duration, "duration").to_frames(fps)
     batches = _limited(reader.batches(MOST_FRAMES, settings.scale), count)
-    blocks = iter_live_blocks(_skip(batches, start), settings, fps=fps, name=source.name,
-                              learn_count=end - start, clock=clock, state=state)  # fmt: skip
+    blocks = iter_live_blocks(batches, settings, fps=fps, name=source.name,
+                              learn=(start, end), clock=clock, state=state)  # fmt: skip
 
     def make(path: Path) -> ResultSink:
         return ResultSink(path, source, settings, clock, solved)
@@ -240,14 +245,6 @@ def _run(source: FrameSource, reader: Any, settings: SeparateSettings, out_path:
     if isinstance(results, SegmentSink):
         return results.reports
     return [results.report] if results.report is not None else []
-
-
-def _skip(batches: Iterable[list], start: int) -> Iterator[list]:
-    """The batches from frame ``start`` on (the frames before are not separated)."""
-    for batch in batches:
-        kept = [(i, f) for i, f in batch if i >= start]
-        if kept:
-            yield kept
 
 
 class LiveSeparator(BackgroundModel):

@@ -231,11 +231,11 @@ def iter_live_blocks(
     *,
     fps: float,
     name: str,
-    learn_count: int,
+    learn: tuple[int, int],
     clock: Stopwatch | None = None,
     state: dict | None = None,
 ) -> Iterator[Block]:
-    """Separate a live stream: learn on its first ``learn_count`` frames, then mask each
+    """Separate a live stream: learn on its frames ``learn`` (START, END), then mask each
     batch as it comes with a model kept current (see the module docstring).
 
     Parameters
@@ -248,8 +248,10 @@ def iter_live_blocks(
         The stream's frame rate.
     name : str
         The source, for messages.
-    learn_count : int
-        Frames the first model is learned on.
+    learn : (int, int)
+        Frames ``START:END`` of the stream (0-based, END excluded) the first model is
+        learned on (fewer when the stream ends before); the frames before START are
+        masked with it once it is learned.
     clock : Stopwatch, optional
         Counts the seconds of each stage.
     state : dict, optional
@@ -262,40 +264,50 @@ def iter_live_blocks(
     """
     clock = clock or Stopwatch()
     batches = iter(batches)
+    start, end = learn
     buffer: list[tuple[int, np.ndarray]] = []
     t = time.perf_counter()
     for batch in batches:
         buffer.extend(batch)
-        if len(buffer) >= learn_count:
+        if len(buffer) >= end:
             break
     clock.add("read", time.perf_counter() - t)
     if not buffer:
         raise InputError(f"{name}: the stream ended before its first frame: check the source")
+    start = min(start, max(len(buffer) - settings.rank - 2, 0))  # a stream that ended early
     t = time.perf_counter()
     first: list[Block] = []
-    learned = learn_frames([f for _, f in buffer[:learn_count]], settings, fps, name, first)
+    learned = learn_frames([f for _, f in buffer[start:end]], settings, fps, name, first)
     clock.add("solve", time.perf_counter() - t)
-    logger.info("learned the background on the first %d frame(s) of %s in %.2fs",
-                min(learn_count, len(buffer)), name, time.perf_counter() - t)  # fmt: skip
+    logger.info("learned the background on frames %d:%d of %s in %.2fs", start,
+                min(end, len(buffer)), name, time.perf_counter() - t)  # fmt: skip
     online = OnlineBackground(learned, settings, fps, settings.absorb)
     if state is not None:
         state["online"] = online
-    index = 1
     try:
+        yield from _masked(online, buffer[:start], settings, fps, clock)
         for block in first:  # the solve's own masks, numbered as the stream's frames
-            frames = [buffer[n][1] for n in block.numbers]
-            block.numbers = [buffer[n][0] for n in block.numbers]
+            frames = [buffer[start + n][1] for n in block.numbers]
+            block.numbers = [buffer[start + n][0] for n in block.numbers]
             yield block
             online.offer(frames, block.masks, block.background)
-        rest, first = buffer[learn_count:], []
+        rest, first = buffer[end:], []
         del buffer
-        for lo in range(0, len(rest), MOST_FRAMES):
-            yield from apply_batch(online, rest[lo : lo + MOST_FRAMES], settings, index, fps,
-                                   clock)  # fmt: skip
-            index += 1
+        yield from _masked(online, rest, settings, fps, clock)
         del rest
         for batch in batches:
-            yield from apply_batch(online, batch, settings, index, fps, clock)
-            index += 1
+            yield from apply_batch(online, batch, settings, 0, fps, clock)
     finally:
         online.close()
+
+
+def _masked(
+    online: OnlineBackground,
+    frames: list[tuple[int, np.ndarray]],
+    settings: SeparateSettings,
+    fps: float,
+    clock: Stopwatch,
+) -> Iterator[Block]:
+    """The blocks of numbered frames already read, :data:`MOST_FRAMES` at a time."""
+    for lo in range(0, len(frames), MOST_FRAMES):
+        yield from apply_batch(online, frames[lo : lo + MOST_FRAMES], settings, 0, fps, clock)

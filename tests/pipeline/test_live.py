@@ -60,7 +60,7 @@ def test_learning_on_the_first_frames_gives_the_masks_of_separate():
     frames, truth = street_frames(n=200, w=96, h=72)
     settings = SeparateSettings().validate()
     batches = ([(i, f)] for i, f in enumerate(frames))
-    blocks = list(iter_live_blocks(batches, settings, fps=FPS, name="street", learn_count=100))
+    blocks = list(iter_live_blocks(batches, settings, fps=FPS, name="street", learn=(0, 100)))
     numbers = [n for b in blocks for n in b.numbers]
     assert numbers == list(range(200))
     masks = np.concatenate([b.masks for b in blocks])
@@ -78,3 +78,14 @@ def test_live_separator_learns_on_the_first_seconds_by_itself():
     assert masks.shape == (40, 72, 96)  # the 40 frames learned on, masked at once
     rest = live.apply(frames[40:])
     assert f_measure(np.concatenate([masks, rest]), truth) > 0.85
+
+
+def test_frames_before_the_learning_span_are_masked_too():
+    frames, truth = street_frames(n=160, w=96, h=72)
+    settings = SeparateSettings().validate()
+    batches = ([(i, f)] for i, f in enumerate(frames))
+    blocks = list(iter_live_blocks(batches, settings, fps=FPS, name="street", learn=(30, 130)))
+    assert [n for b in blocks for n in b.numbers] == list(range(160))
+    masks = np.concatenate([b.masks for b in blocks])
+    assert np.array_equal(masks[30:130], bpvideo.separate(frames[30:130]).masks)
+    assert f_measure(masks, truth) > 0.9
