@@ -130,7 +130,8 @@ def test_segments_roll_over_each_complete_and_masks_stream(street, tmp_path):
     assert f_measure(streamed, truth) > 0.8
 
 
-def test_sigint_closes_the_segment_as_a_complete_result(street, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_closes_the_segment_as_a_complete_result(street, tmp_path, signum):
     clip, _ = street
     port = free_port()
     server = serve(clip, port, loop=3)  # 24 s of stream: stopped long before its end
@@ -145,14 +146,14 @@ def test_sigint_closes_the_segment_as_a_complete_result(street, tmp_path):
                 break
             time.sleep(0.1)
         time.sleep(1.0)  # the second one is being written
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:
         _stop(server)
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err.decode()
-    assert "stopped by signal 2" in err.decode()
+    assert f"stopped by signal {int(signum)}" in err.decode()
     segments = sorted((tmp_path / "out").iterdir())
     assert len(segments) == 2
     assert _summary(segments[0])["frames"] == 100
