@@ -43,7 +43,7 @@ from bpvideo.pipeline.live import (
     learn_frames,
 )
 from bpvideo.pipeline.plan import plan_run
-from bpvideo.records import Report, Stopwatch
+from bpvideo.records import Stopwatch
 from bpvideo.settings import SeparateSettings, parse_span, parse_time
 
 __all__ = ["LiveSeparator", "check_live_options", "is_live", "separate_live"]
@@ -144,7 +144,7 @@ def separate_live(
     stdin: BinaryIO | None = None,
     stop: threading.Event | None = None,
     **options: Any,
-) -> list[Report]:
+) -> list[Path]:
     """Separate a live stream as it comes; write its result folder or segments.
 
     Parameters
@@ -165,8 +165,9 @@ def separate_live(
 
     Returns
     -------
-    list of Report
-        One per result folder written (one without ``segment``).
+    list of Path
+        The result folders written, each complete (OUTDIR without ``segment``); their
+        ``summary.json`` holds the report.
 
     Raises
     ------
@@ -189,20 +190,19 @@ def separate_live(
         source, reader = open_live(input, scale=settings.scale, reconnect=settings.reconnect,
                                    stop=stop, stdin=stdin)  # fmt: skip
         try:
-            reports = _run(source, reader, settings, out_path, clock)
+            folders = _run(source, reader, settings, out_path, clock)
         finally:
             reader.close()
     if received:
         logger.warning("stopped by signal %d: the outputs of the frames read are complete",
                        received[0])  # fmt: skip
-    for report in reports:
-        logger.info("wrote %s (%d frames)", report.output, report.frames)
-    return reports
+    logger.info("wrote %d result folder(s) in %s", len(folders), out_path)
+    return folders
 
 
 def _run(source: FrameSource, reader: Any, settings: SeparateSettings, out_path: Path,
-         clock: Stopwatch) -> list[Report]:  # fmt: skip
-    """Drain the live blocks of ``source`` into the sinks; the reports of the results."""
+         clock: Stopwatch) -> list[Path]:  # fmt: skip
+    """Drain the live blocks of ``source`` into the sinks; the result folders written."""
     fps = source.fps
     start, end = _learn_span(settings, fps)
     state: dict[str, Any] = {}
@@ -243,8 +243,8 @@ def _run(source: FrameSource, reader: Any, settings: SeparateSettings, out_path:
         sinks.append(LiveEventSink(settings.events_to, detector, source.mask_number))
     drain(blocks, sinks)
     if isinstance(results, SegmentSink):
-        return results.reports
-    return [results.report] if results.report is not None else []
+        return results.closed
+    return [results.path] if results.report is not None else []
 
 
 class LiveSeparator(BackgroundModel):

@@ -278,12 +278,12 @@ def _live_run(
     from bpvideo.live import separate_live
 
     _check_streams(inputs, settings)
-    reports = separate_live(inputs[0], output, **given)
+    folders = separate_live(inputs[0], output, **given)
     if "-" in (settings.masks_to, settings.events_to):
         return True  # stdout carries only data
-    for report in reports:
-        summary = report.to_dict()
-        click.echo(json.dumps(summary) if as_json else summary["output"])
+    for folder in folders:
+        summary = (folder / "summary.json").read_text()
+        click.echo(json.dumps(json.loads(summary)) if as_json else str(folder))
     return True
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -124,6 +125,9 @@ class OnlineBackground:
         self.updates = 0
         self._next: LearnedBackground | None = None
         self._worker: threading.Thread | None = None
+        self._jobs: queue.Queue[list[np.ndarray] | None] = queue.Queue()
+        self._idle = threading.Event()  # no re-solve running
+        self._idle.set()
         self._lock = threading.Lock()
 
     def _keep(self, frame: np.ndarray, mask: np.ndarray, background: np.ndarray) -> None:
@@ -162,17 +166,29 @@ class OnlineBackground:
         meanwhile)."""
         for frame, mask, background in zip(frames, masks, backgrounds, strict=True):
             self._keep(frame, mask, background)
-        if self.fresh >= 2 * REFRESH_FRAMES and self._worker is not None:
+        if self.fresh >= 2 * REFRESH_FRAMES:
             # frames come faster than the ring is solved (a stream read faster than real
             # time): wait, so that the model keeps up in stream time
-            self._worker.join()
-        busy = self._worker is not None and self._worker.is_alive()
-        if self.fresh >= REFRESH_FRAMES and not busy and len(self.ring) >= REFRESH_FRAMES:
+            self._idle.wait()
+        if (
+            self.fresh >= REFRESH_FRAMES
+            and self._idle.is_set()
+            and len(self.ring) >= REFRESH_FRAMES
+        ):
             self.fresh = 0
-            frames = [f.copy() for f in self.ring]
-            self._worker = threading.Thread(target=self._resolve, args=(frames,), daemon=True,
-                                            name=RESOLVE_THREAD)  # fmt: skip
-            self._worker.start()
+            self._idle.clear()
+            self._jobs.put([f.copy() for f in self.ring])
+            if self._worker is None:  # one thread for every re-solve: its memory is reused
+                self._worker = threading.Thread(target=self._work, daemon=True,
+                                                name=RESOLVE_THREAD)  # fmt: skip
+                self._worker.start()
+
+    def _work(self) -> None:
+        """The re-solving thread: one ring after another, until :meth:`close`."""
+        while (frames := self._jobs.get()) is not None:
+            self._resolve(frames)
+            del frames
+            self._idle.set()
 
     def _resolve(self, frames: list[np.ndarray]) -> None:
         t = time.perf_counter()
@@ -195,9 +211,12 @@ class OnlineBackground:
         return self.learned
 
     def close(self, wait: float = 0.0) -> None:
-        """Let a running re-solve finish within ``wait`` seconds (it is a daemon thread)."""
+        """End the re-solving thread (a running re-solve is given ``wait`` seconds; it is a
+        daemon thread)."""
         if self._worker is not None:
+            self._jobs.put(None)
             self._worker.join(wait)
+            self._worker = None
 
 
 def apply_batch(

@@ -65,7 +65,7 @@ class ResultSink:
         self.clock = clock
         self.solved = solved
         self.outdir = OutputDir(self.path, overwrite=settings.overwrite)
-        self.report: Report | None = None
+        self.report: Report | None = None  #: what summary.json holds, once closed
         self.folder: FolderSink | None = None
         self.builder: ReportBuilder | None = None
 
@@ -162,7 +162,9 @@ class SegmentSink:
         self.current: ResultSink | None = None
         self.in_current = 0
         self.frames = 0
-        self.reports: list[Report] = []
+        #: The folders of the segments closed (their reports are not kept: a run of days
+        #: would hold every frame number of every segment).
+        self.closed: list[Path] = []
 
     def open(self) -> None:
         """Create OUTDIR (segments open with their first frame)."""
@@ -190,8 +192,7 @@ class SegmentSink:
         assert self.current is not None
         current, self.current = self.current, None
         current.close()
-        if current.report is not None:
-            self.reports.append(current.report)
+        self.closed.append(current.path)
 
     def close(self) -> None:
         """Close the current segment as a complete result."""
