@@ -252,6 +252,8 @@ class LiveReader:
                 if self._connection is not None:
                     self._connection.stop()
                     self._connection = None
+                if self.stop.is_set():  # asked to stop: not a drop
+                    break
                 frames = self._reconnected(count) if self.reconnect > 0 else None
         except BaseException as exc:  # handed to the consumer, raised there
             self.error = exc
