@@ -268,8 +268,8 @@ def format_span(span: tuple[int, int | None]) -> str:
 
 #: The forms of a time option, for help and messages.
 TIME_FORMS = (
-    "a frame number (1500), seconds (90s, 2.5s), minutes or hours (10m, 1h) or HH:MM:SS[.ms] "
-    "(00:01:30)"
+    "a frame number (1500), seconds (90s, 2.5s) or HH:MM:SS[.ms] (00:01:30), or minutes or "
+    "hours (10m, 1h)"
 )
 _TIMECODE = re.compile(r"^([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)$")
 _SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smh])$")

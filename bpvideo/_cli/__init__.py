@@ -87,9 +87,10 @@ Examples:
     -o out --masks-to - | ffmpeg -f rawvideo -pix_fmt gray -s 320x240 -i - masks.mkv
 
 \b
-Times (--start, --end, --duration): a frame number (1500), seconds (90s,
-2.5s) or HH:MM:SS[.ms] (00:01:30), at the input's frame rate (--fps, else 25,
-for folders of frames and raw stdin).
+Times (--start, --end, --duration, --segment): a frame number (1500), seconds
+(90s, 2.5s), minutes or hours (10m, 1h) or HH:MM:SS[.ms] (00:01:30), at the
+input's frame rate (--fps, else 25, for folders of frames and raw stdin).
+A URL INPUT (rtsp://, http://, udp:// ...) is read live: see docs/usage.md.
 -c FILE: a YAML mapping of options as under a batch config's 'defaults:' (rank: 3,
 output: out/{stem}); flags win over the file, the file over the defaults.
 
