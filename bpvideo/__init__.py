@@ -10,14 +10,15 @@ proximal gradient scheme of Dutta, Hanzely, Liang and Richtárik (2019).
 
 Public names: :func:`separate` (arrays), :func:`iter_separate` (arrays, window by
 window), :func:`separate_file` (files, what ``bpvideo separate`` does),
-:class:`BackgroundModel` (learn once, apply to new frames), :func:`evaluate` (scores
-against ground truth), :func:`events` (stretches of frames with foreground, from masks),
-:func:`best_pair` (the solver on a pixels x frames matrix).
+:class:`BackgroundModel` (learn once, apply to new frames), :class:`LiveSeparator` (a
+model that keeps learning), :func:`separate_live` (network streams, devices, stdin read
+live), :func:`evaluate` (scores against ground truth), :func:`events` (stretches of frames
+with foreground, from masks), :func:`best_pair` (the solver on a pixels x frames matrix).
 
 Layers (each imports only those below it; docs/layout.md)
 ------
-- :mod:`bpvideo.api`, :mod:`bpvideo.batch`, :mod:`bpvideo._cli`: the library's face,
-  batch runs, the command line.
+- :mod:`bpvideo.api`, :mod:`bpvideo.live`, :mod:`bpvideo.batch`, :mod:`bpvideo._cli`: the
+  library's face (files and arrays; live streams), batch runs, the command line.
 - :mod:`bpvideo.pipeline`: the plan of a job, windows of frames solved and finished into
   blocks.
 - :mod:`bpvideo.io`: frames in (files, folders, pipes, arrays), sinks out (the output
@@ -36,6 +37,7 @@ from bpvideo.api import Separation, iter_separate, separate, separate_file
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.io.rederive import events  # the function: bpvideo.events(masks, fps=...)
+from bpvideo.live import LiveSeparator, separate_live
 from bpvideo.model import BackgroundModel
 from bpvideo.records import Report
 from bpvideo.solvers.best_pair import best_pair
@@ -45,6 +47,7 @@ __all__ = [
     "BpvideoError",
     "ConvergenceWarning",
     "InputError",
+    "LiveSeparator",
     "Report",
     "Separation",
     "__version__",
@@ -54,4 +57,5 @@ __all__ = [
     "iter_separate",
     "separate",
     "separate_file",
+    "separate_live",
 ]

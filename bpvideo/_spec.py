@@ -282,9 +282,13 @@ def format_span(span: tuple[int, int | None]) -> str:
 
 
 #: The forms of a time option, for help and messages.
-TIME_FORMS = "a frame number (1500), seconds (90s, 2.5s) or HH:MM:SS[.ms] (00:01:30)"
+TIME_FORMS = (
+    "a frame number (1500), seconds (90s, 2.5s) or HH:MM:SS[.ms] (00:01:30), or minutes or "
+    "hours (10m, 1h)"
+)
 _TIMECODE = re.compile(r"^([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)$")
-_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)s$")
+_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smh])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600}
 
 
 @dataclass(frozen=True)
@@ -318,7 +322,8 @@ def parse_time(value: Any, name: str = "start") -> Time:
     ----------
     value : int or str
         A plain integer is frames (``1500``, ``"1500"``); ``"90s"`` or ``"2.5s"`` is
-        seconds; ``"HH:MM:SS"`` or ``"HH:MM:SS.mmm"`` is a timecode.
+        seconds (``"10m"``, ``"1h"``: minutes, hours); ``"HH:MM:SS"`` or
+        ``"HH:MM:SS.mmm"`` is a timecode.
     name : str
         The option, for messages.
 
@@ -338,6 +343,8 @@ def parse_time(value: Any, name: str = "start") -> Time:
 Time(frames=None, seconds=90.5))
     >>> parse_time("00:01:30").to_frames(25), parse_time("2.5s").to_frames(29.97)
     (2250, 75)
+    >>> parse_time("1h"), parse_time("1.5m")
+    (Time(frames=None, seconds=3600.0), Time(frames=None, seconds=90.0))
     """
     if isinstance(value, bool):
         raise _bad(name, value, f"must be {TIME_FORMS}")
@@ -348,7 +355,7 @@ Time(frames=None, seconds=90.5))
         return Time(frames=int(text))  # a negative one is refused by the bounds
     seconds = _SECONDS.match(text)
     if seconds:
-        return Time(seconds=float(seconds.group(1)))
+        return Time(seconds=float(seconds.group(1)) * _UNIT[seconds.group(2)])
     code = _TIMECODE.match(text)
     if code:
         hours, minutes, secs = code.groups()

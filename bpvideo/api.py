@@ -248,7 +248,7 @@ def separate_file(
         Failed work; nothing partial is left in the output directory.
     """
     clock = Stopwatch()
-    settings = settings_of(options, arrays=False)
+    settings = settings_of(options, arrays=False).not_live()
     input = os.fspath(input)
     out_path = _output_path(input, output)
     RawMaskSink.check(settings.masks_to)

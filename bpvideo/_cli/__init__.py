@@ -89,9 +89,10 @@ Examples:
     -o out --masks-to - | ffmpeg -f rawvideo -pix_fmt gray -s 320x240 -i - masks.mkv
 
 \b
-Times (--start, --end, --duration): a frame number (1500), seconds (90s,
-2.5s) or HH:MM:SS[.ms] (00:01:30), at the input's frame rate (--fps, else 25,
-for folders of frames and raw stdin).
+Times (--start, --end, --duration, --segment): a frame number (1500), seconds
+(90s, 2.5s), minutes or hours (10m, 1h) or HH:MM:SS[.ms] (00:01:30), at the
+input's frame rate (--fps, else 25, for folders of frames and raw stdin).
+A URL INPUT (rtsp://, http://, udp:// ...) is read live: see docs/usage.md.
 -c FILE: a YAML mapping of options as under a batch config's 'defaults:' (rank: 3,
 output: out/{stem}); flags win over the file, the file over the defaults.
 
@@ -222,6 +223,8 @@ def separate(
         output = output if output is not None else file_output
         given = merge_options(from_file, given)
     settings = SeparateSettings.from_mapping(given)
+    if _live_run(list(inputs), output, settings, given, as_json):
+        return
     paths = expand_inputs(list(inputs))
     _check_streams(paths, settings)
     if len(paths) > 1 and settings.masks_to is not None:
@@ -284,6 +287,36 @@ def _guard(
     check_jobs(
         jobs, reads=config_reads(config_file, "the defaults file"), writes=logfile_access(logfile)
     )
+
+
+def _live_run(
+    inputs: list[str], output: str | None, settings: SeparateSettings, given: dict[str, Any],
+    as_json: bool,
+) -> bool:  # fmt: skip
+    """Run a live INPUT (a URL, or ``--live``): True when it was one (docs: usage.md,
+    "Live cameras"); refuse live options for files."""
+    from bpvideo.live import check_live_options, is_live
+
+    live = [path for path in inputs if is_live(path, settings)]
+    if not live:
+        for path in inputs:
+            check_live_options(path, settings)
+        return False
+    if len(inputs) > 1:
+        raise InputError(
+            f"a live input takes the whole run, got {len(inputs)} inputs: run one at a time",
+            option=("live", True),
+        )
+    from bpvideo.live import separate_live
+
+    _check_streams(inputs, settings)
+    folders = separate_live(inputs[0], output, **given)
+    if "-" in (settings.masks_to, settings.events_to):
+        return True  # stdout carries only data
+    for folder in folders:
+        summary = (folder / "summary.json").read_text()
+        click.echo(json.dumps(json.loads(summary)) if as_json else str(folder))
+    return True
 
 
 def _defaults_file(path: str, debug: bool) -> dict[str, Any]:

@@ -123,6 +123,7 @@ class OnlineEvents:
         self.run: _Run | None = None
         self.open: _Span | None = None
         self.events: list[Event] = []
+        self.taken = 0
 
     def add(self, rows: FrameTable) -> None:
         """The next rows of the table."""
@@ -160,6 +161,9 @@ class OnlineEvents:
             if len(run.tail) >= max(1, self.gap):  # the next active row starts a new run
                 self._close()
         self.ring.append(row)
+        if self.open is not None and self.run is None and row.index > self.open.last + self.pad:
+            self._emit(self.open)  # no later run can reach back into it: it is final
+            self.open = None
 
     def _close(self) -> None:
         run, self.run = self.run, None
@@ -187,6 +191,13 @@ class OnlineEvents:
             x=x0, y=y0, w=x1 - x0, h=y1 - y0, start_seconds=start, end_seconds=end,
             first=span.first, last=span.seen,
         ))  # fmt: skip
+
+    def take(self) -> list[Event]:
+        """The events final since the last call (a live stream writes each as it ends:
+        ``gap`` + ``pad`` frames after its last active frame)."""
+        new = self.events[self.taken :]
+        self.taken = len(self.events)
+        return new
 
     def finish(self) -> list[Event]:
         """Close what is open; the events, in order."""

@@ -97,8 +97,12 @@ def learn(
     *,
     callback: Callback | None = None,
     clock: Stopwatch | None = None,
+    blocks: list[Block] | None = None,
 ) -> LearnedBackground:
     """Solve ``source`` and keep its background subspace (see the module docstring).
+
+    ``blocks``, when given, gets the finished blocks of the frames solved (their masks are
+    those of ``separate``): a live stream's first frames are masked by the solve itself.
 
     Raises
     ------
@@ -111,6 +115,8 @@ def learn(
     for solution in iter_solutions(job):
         assert solution.info.report is not None
         reports.append(solution.info.report)
+        if blocks is not None:
+            blocks.extend(finish(solution, settings.masks, clock))
         last = solution
     assert last is not None  # iter_solutions raises when no frame is selected
     thresholds = [r.threshold for r in reports if r.threshold is not None]

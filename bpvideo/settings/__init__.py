@@ -34,6 +34,7 @@ from bpvideo.errors import InputError
 from bpvideo.masks.options import MASK_RULES, MaskOptions
 from bpvideo.settings.events import EventSettings
 from bpvideo.settings.input import InputSettings
+from bpvideo.settings.live import LiveSettings
 from bpvideo.settings.masks import MaskSettings
 from bpvideo.settings.names import (
     EXCLUSIVE,
@@ -66,6 +67,7 @@ __all__ = [
     "TIME_FORMS",
     "X264_PRESETS",
     "InputSettings",
+    "LiveSettings",
     "MaskSettings",
     "OutputSettings",
     "SeparateSettings",
@@ -90,7 +92,9 @@ __all__ = [
 
 
 @dataclass
-class SeparateSettings(EventSettings, OutputSettings, MaskSettings, SolverSettings, InputSettings):
+class SeparateSettings(
+    LiveSettings, EventSettings, OutputSettings, MaskSettings, SolverSettings, InputSettings
+):
     """Settings of one ``separate`` job. Defaults here are the tool's defaults.
 
     Every field carries a :class:`Spec` (type, bounds, help). Construct with keywords and
@@ -166,6 +170,19 @@ class SeparateSettings(EventSettings, OutputSettings, MaskSettings, SolverSettin
                         option=(setting, getattr(self, setting)),
                     )
 
+    def not_live(self) -> SeparateSettings:
+        """Self, unless it holds options of live streams (``bpvideo.separate_live``'s).
+
+        Raises
+        ------
+        InputError
+            ``live``, ``segment`` or ``events_to`` is set.
+        """
+        if self.live or self.segment is not None or self.events_to is not None:
+            raise InputError("{live}, {segment} and {events_to} are options of live streams: "
+                             "use bpvideo.separate_live", option=("live", self.live))  # fmt: skip
+        return self
+
     def selection(self) -> dict[str, Any]:
         """``start``, ``frames``, ``end``, ``duration``, ``step``: which frames to read, as
         :func:`~bpvideo.io.sources.open_source` takes them."""
@@ -224,7 +241,7 @@ class SeparateSettings(EventSettings, OutputSettings, MaskSettings, SolverSettin
 
     def section(self, title: str) -> dict[str, Any]:
         """The options of one section of the table (``"Input"``, ``"Solver"``, ``"Masks"``,
-        ``"Output"``), by name: what the layer that uses them is handed."""
+        ``"Output"``, ``"Live"``), by name: what the layer that uses them is handed."""
         return {f.name: getattr(self, f.name) for f in fields(SECTIONS[title])}
 
     @property

@@ -11,6 +11,7 @@ from typing import Any
 from bpvideo._spec import Spec
 from bpvideo.settings.events import EventSettings
 from bpvideo.settings.input import InputSettings
+from bpvideo.settings.live import LiveSettings
 from bpvideo.settings.masks import MaskSettings
 from bpvideo.settings.output import OutputSettings
 from bpvideo.settings.solver import SolverSettings
@@ -39,7 +40,8 @@ def option_specs() -> list[tuple[str, Any, Spec]]:
 
 #: The sections of the option table, in order: ``--help`` title -> the section's class.
 SECTIONS = {"Input": InputSettings, "Solver": SolverSettings, "Masks": MaskSettings,
-            "Output": OutputSettings, "Events": EventSettings}  # fmt: skip
+            "Output": OutputSettings, "Events": EventSettings,
+            "Live": LiveSettings}  # fmt: skip
 #: The sections of ``bpvideo separate --help``: every option is in one, in this order
 #: (derived from the table: an option is in the section whose class declares it).
 OPTION_GROUPS: dict[str, tuple[str, ...]] = {

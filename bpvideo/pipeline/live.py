@@ -1,0 +1,332 @@
+"""An online background: masks as frames arrive, a background model kept current.
+
+The first frames of the stream (``--learn``, the first :data:`LEARN_SECONDS` by default)
+are solved by best pair as :func:`~bpvideo.pipeline.learned.learn` does; every frame after
+is projected robustly onto that subspace and thresholded
+(:func:`~bpvideo.pipeline.learned.robust_coefficients`, the masks of ``separate``), in
+batches of the frames that have arrived (at most :data:`MOST_FRAMES`), so that a mask
+waits for no later frame.
+
+The model follows the scene (:class:`OnlineBackground`): a ring of :data:`RING_FRAMES`
+frames spread over the last ``absorb`` seconds is kept, and every :data:`REFRESH_FRAMES`
+new ring frames a worker thread solves the ring again by best pair (the same solve, the
+same options) and the new model is swapped in at the next batch. Light that drifts is
+followed twice: at once by the robust fit of each frame (a change of gain is in the
+subspace), and by each re-solve. A lasting change (a parked car) becomes background once
+it fills enough of the ring for best pair to take it as low-rank: the measured rate is in
+docs/method.md ("Live streams"). Memory is the ring and one batch, whatever the length of
+the stream.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError
+from bpvideo.io.arrays import open_frames
+from bpvideo.io.video import video_from_frames
+from bpvideo.pipeline.finish import Solution, finish, window_info
+from bpvideo.pipeline.learned import LearnedBackground, learn, robust_coefficients
+from bpvideo.pipeline.scale import Background
+from bpvideo.records import Block, Stopwatch
+from bpvideo.settings import SeparateSettings
+
+__all__ = [
+    "LEARN_SECONDS",
+    "MOST_FRAMES",
+    "REFRESH_FRAMES",
+    "RING_FRAMES",
+    "RING_SECONDS",
+    "OnlineBackground",
+    "iter_live_blocks",
+    "learn_frames",
+]
+
+logger = logging.getLogger("bpvideo")
+#: The thread of the re-solves: its routine log lines (frames read, iterations) are
+#: dropped, a re-solve every few seconds would bury the rest.
+RESOLVE_THREAD = "bpvideo-resolve"
+logger.addFilter(lambda r: r.threadName != RESOLVE_THREAD or r.levelno >= logging.WARNING)
+
+#: Seconds of stream the first model is learned on, unless ``learn`` says otherwise.
+LEARN_SECONDS = 4.0
+#: Frames masked together at most (those that arrived while the previous batch was made).
+MOST_FRAMES = 8
+#: Frames of the ring that the model is solved again on.
+RING_FRAMES = 48
+#: Seconds of stream the ring spans (a frame joins it every ``RING_SECONDS / RING_FRAMES``).
+RING_SECONDS = 30.0
+#: New ring frames between two re-solves (every 5 s of stream).
+REFRESH_FRAMES = 8
+
+
+def _solve_settings(settings: SeparateSettings) -> SeparateSettings:
+    """``settings`` for solving frames in memory: no selection, no learned background."""
+    return dataclasses.replace(settings, start=0, frames=None, end=None, duration=None,
+                               step=1, learn=None, learn_from=None)  # fmt: skip
+
+
+def learn_frames(
+    frames: list[np.ndarray],
+    settings: SeparateSettings,
+    fps: float,
+    name: str,
+    blocks: list[Block] | None = None,
+) -> LearnedBackground:
+    """Learn a background on BGR frames in memory (best pair, the options of ``settings``);
+    ``blocks`` gets the finished blocks of the frames solved, when given.
+
+    Raises
+    ------
+    InputError
+        Too few frames for the rank.
+    """
+    source = open_frames(frames, fps=fps, name=name)
+    return learn(source, _solve_settings(settings), blocks=blocks)
+
+
+class OnlineBackground:
+    """A learned background kept current by re-solves of recent frames (module docstring).
+
+    Parameters
+    ----------
+    learned : LearnedBackground
+        The first model.
+    settings : SeparateSettings
+        The options each re-solve runs with.
+    fps : float
+        Frames per second of the stream.
+    absorb : float
+        Seconds a pixel stays foreground before the change is taken into the background
+        (``--absorb``); 0: never.
+    """
+
+    def __init__(
+        self, learned: LearnedBackground, settings: SeparateSettings, fps: float, absorb: float
+    ) -> None:
+        self.learned = learned
+        self.settings = settings
+        self.fps = fps
+        self.stride = max(1, round(RING_SECONDS * fps / RING_FRAMES))
+        self.absorb_frames = round(absorb * fps) if absorb > 0 else None
+        self.ring: collections.deque[np.ndarray] = collections.deque(maxlen=RING_FRAMES)
+        self.age: np.ndarray | None = None  # frames each pixel has been foreground
+        self.count = 0
+        self.fresh = 0
+        self.updates = 0
+        self._next: LearnedBackground | None = None
+        self._worker: threading.Thread | None = None
+        self._jobs: queue.Queue[list[np.ndarray] | None] = queue.Queue()
+        self._idle = threading.Event()  # no re-solve running
+        self._idle.set()
+        self._lock = threading.Lock()
+
+    def _keep(self, frame: np.ndarray, mask: np.ndarray, background: np.ndarray) -> None:
+        """Count a frame's foreground age; every ``stride``-th frame joins the ring with its
+        young foreground replaced by the background the model gave it, and pixels that
+        have been foreground for ``absorb`` seconds are written into every ring frame.
+
+        Ring frames are in the solve's channels (grey (H, W) unless ``gray=False``)."""
+        if self.settings.gray and frame.ndim == 3:
+            frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        if self.age is None:
+            self.age = np.zeros(mask.shape, np.int32)
+        self.age += 1
+        self.age[~mask] = 0
+        lasting = None
+        if self.absorb_frames is not None:
+            lasting = self.age >= self.absorb_frames
+        if self.count % self.stride == 0:
+            young = mask if lasting is None else mask & ~lasting
+            self.ring.append(np.where(young if frame.ndim == 2 else young[..., None],
+                                      background, frame))  # fmt: skip
+            self.fresh += 1
+        if lasting is not None and lasting.any():
+            for old in self.ring:
+                old[lasting] = frame[lasting]
+            self.fresh = max(self.fresh, REFRESH_FRAMES)  # solved again at once
+            self.age[lasting] = 0  # taken in: counted again should it stay foreground
+        self.count += 1
+
+    def offer(
+        self, frames: Iterable[np.ndarray], masks: np.ndarray, backgrounds: np.ndarray
+    ) -> None:
+        """Frames that were masked, with their (k, H, W) masks and (k, H, W[, 3]) background
+        (see :meth:`_keep`); a re-solve starts when :data:`REFRESH_FRAMES` frames have
+        joined the ring and none is running (waited for when twice as many have joined
+        meanwhile)."""
+        for frame, mask, background in zip(frames, masks, backgrounds, strict=True):
+            self._keep(frame, mask, background)
+        if self.fresh >= 2 * REFRESH_FRAMES:
+            # frames come faster than the ring is solved (a stream read faster than real
+            # time): wait, so that the model keeps up in stream time
+            self._idle.wait()
+        if (
+            self.fresh >= REFRESH_FRAMES
+            and self._idle.is_set()
+            and len(self.ring) >= REFRESH_FRAMES
+        ):
+            self.fresh = 0
+            self._idle.clear()
+            self._jobs.put([f.copy() for f in self.ring])
+            if self._worker is None:  # one thread for every re-solve: its memory is reused
+                self._worker = threading.Thread(target=self._work, daemon=True,
+                                                name=RESOLVE_THREAD)  # fmt: skip
+                self._worker.start()
+
+    def _work(self) -> None:
+        """The re-solving thread: one ring after another, until :meth:`close`."""
+        while (frames := self._jobs.get()) is not None:
+            self._resolve(frames)
+            del frames
+            self._idle.set()
+
+    def _resolve(self, frames: list[np.ndarray]) -> None:
+        t = time.perf_counter()
+        try:
+            fresh = learn_frames(frames, self.settings, self.fps / self.stride, "ring")
+        except Exception as exc:  # keep the model in use
+            logger.debug("re-solving the background failed: %s", exc)
+            return
+        with self._lock:
+            self._next = fresh
+        logger.debug("background re-solved on %d frames in %.2fs", len(frames),
+                     time.perf_counter() - t)  # fmt: skip
+
+    def model(self) -> LearnedBackground:
+        """The model to use now (a finished re-solve is swapped in here)."""
+        with self._lock:
+            if self._next is not None:
+                self.learned, self._next = self._next, None
+                self.updates += 1
+        return self.learned
+
+    def close(self, wait: float = 0.0) -> None:
+        """End the re-solving thread (a running re-solve is given ``wait`` seconds; it is a
+        daemon thread)."""
+        if self._worker is not None:
+            self._jobs.put(None)
+            self._worker.join(wait)
+            self._worker = None
+
+
+def apply_batch(
+    online: OnlineBackground,
+    batch: list[tuple[int, np.ndarray]],
+    settings: SeparateSettings,
+    index: int,
+    fps: float,
+    clock: Stopwatch,
+) -> Iterator[Block]:
+    """The blocks of a batch of numbered frames under the current model (then offered to
+    the ring)."""
+    t = time.perf_counter()
+    learned = online.model()
+    video = video_from_frames(batch, gray=settings.gray, fps=fps, source="live")
+    C = robust_coefficients(learned, video.data)
+    clock.add("solve", time.perf_counter() - t)
+    L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
+    solution = Solution(video, 0, L, None, learned.model, window_info(video, 0, index))
+    masks, backgrounds = [], []
+    for block in finish(solution, settings.masks, clock):
+        masks.append(block.masks)
+        backgrounds.append(block.background)
+        yield block
+    online.offer((frame for _, frame in batch), np.concatenate(masks), np.concatenate(backgrounds))
+
+
+def iter_live_blocks(
+    batches: Iterable[list[tuple[int, np.ndarray]]],
+    settings: SeparateSettings,
+    *,
+    fps: float,
+    name: str,
+    learn: tuple[int, int],
+    clock: Stopwatch | None = None,
+    state: dict | None = None,
+) -> Iterator[Block]:
+    """Separate a live stream: learn on its frames ``learn`` (START, END), then mask each
+    batch as it comes with a model kept current (see the module docstring).
+
+    Parameters
+    ----------
+    batches : iterable of list of (int, (H, W, 3) uint8 ndarray)
+        Numbered frames in batches of what has arrived.
+    settings : SeparateSettings
+        The options (``absorb``: seconds of the ring).
+    fps : float
+        The stream's frame rate.
+    name : str
+        The source, for messages.
+    learn : (int, int)
+        Frames ``START:END`` of the stream (0-based, END excluded) the first model is
+        learned on (fewer when the stream ends before); the frames before START are
+        masked with it once it is learned.
+    clock : Stopwatch, optional
+        Counts the seconds of each stage.
+    state : dict, optional
+        Filled with ``"online"`` (the :class:`OnlineBackground`) once it exists.
+
+    Raises
+    ------
+    InputError
+        The stream ended before any frame, or with too few frames for the rank.
+    """
+    clock = clock or Stopwatch()
+    batches = iter(batches)
+    start, end = learn
+    buffer: list[tuple[int, np.ndarray]] = []
+    t = time.perf_counter()
+    for batch in batches:
+        buffer.extend(batch)
+        if len(buffer) >= end:
+            break
+    clock.add("read", time.perf_counter() - t)
+    if not buffer:
+        raise InputError(f"{name}: the stream ended before its first frame: check the source")
+    start = min(start, max(len(buffer) - settings.rank - 2, 0))  # a stream that ended early
+    t = time.perf_counter()
+    first: list[Block] = []
+    learned = learn_frames([f for _, f in buffer[start:end]], settings, fps, name, first)
+    clock.add("solve", time.perf_counter() - t)
+    logger.info("learned the background on frames %d:%d of %s in %.2fs", start,
+                min(end, len(buffer)), name, time.perf_counter() - t)  # fmt: skip
+    online = OnlineBackground(learned, settings, fps, settings.absorb)
+    if state is not None:
+        state["online"] = online
+    try:
+        yield from _masked(online, buffer[:start], settings, fps, clock)
+        for block in first:  # the solve's own masks, numbered as the stream's frames
+            frames = [buffer[start + n][1] for n in block.numbers]
+            block.numbers = [buffer[start + n][0] for n in block.numbers]
+            yield block
+            online.offer(frames, block.masks, block.background)
+        rest, first = buffer[end:], []
+        del buffer
+        yield from _masked(online, rest, settings, fps, clock)
+        del rest
+        for batch in batches:
+            yield from apply_batch(online, batch, settings, 0, fps, clock)
+    finally:
+        online.close()
+
+
+def _masked(
+    online: OnlineBackground,
+    frames: list[tuple[int, np.ndarray]],
+    settings: SeparateSettings,
+    fps: float,
+    clock: Stopwatch,
+) -> Iterator[Block]:
+    """The blocks of numbered frames already read, :data:`MOST_FRAMES` at a time."""
+    for lo in range(0, len(frames), MOST_FRAMES):
+        yield from apply_batch(online, frames[lo : lo + MOST_FRAMES], settings, 0, fps, clock)

@@ -1,0 +1,236 @@
+"""Live streams read by ``bpvideo separate URL`` (issue 29), against a real local stream:
+ffmpeg serving a clip at real time over HTTP on 127.0.0.1.
+
+Each stream lasts a few seconds. The contract: every frame sent gets a mask, the outputs
+are complete when the stream ends (or a signal stops the run), a dropped stream is
+reconnected, segments roll over and each one is a complete result, and a URL named inside
+a file (a playlist) stays refused.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bpvideo.io.outputs import STAGING_PREFIX
+from tests.conftest import default_signals, f_measure, process_env, read_masks, street_frames
+from tests.live_helpers import FPS, free_port, serve, url, write_clip
+
+
+@pytest.fixture(scope="module")
+def street(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """A 6-second street clip (150 frames of 96x72 at 25 fps) and its ground truth."""
+    frames, truth = street_frames(n=150)
+    clip = write_clip(tmp_path_factory.mktemp("live") / "street.mkv", frames)
+    return clip, truth
+
+
+def _separate(*args: str | Path, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bpvideo", "separate", *map(str, args)],
+                          capture_output=True, env=process_env(), timeout=timeout,
+                          check=False)  # fmt: skip
+
+
+def _summary(folder: Path) -> dict:
+    return json.loads((folder / "summary.json").read_text())
+
+
+def _stop(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.kill()
+    server.wait()
+
+
+def test_stream_every_frame_masked_outputs_complete_events_on_stdout(street, tmp_path):
+    clip, truth = street
+    port = free_port()
+    server = serve(clip, port)
+    try:
+        done = _separate(url(port), "-o", tmp_path / "out", "--reconnect", "1",
+                         "--learn", "0:50", "--events-to", "-")  # fmt: skip
+    finally:
+        _stop(server)
+    assert done.returncode == 0, done.stderr.decode()
+    summary = _summary(tmp_path / "out")
+    assert summary["frames"] == 150  # every frame sent
+    assert summary["mask_numbers"] == list(range(1, 151))
+    assert summary["learned"]["live"] is True
+    masks = read_masks(tmp_path / "out" / "masks") > 0
+    assert masks.shape == truth.shape
+    assert f_measure(masks, truth) > 0.8  # H.264 at crf 12 between the clip and bpvideo
+    assert (tmp_path / "out" / "background.mp4").stat().st_size > 0
+    assert not list((tmp_path / "out").glob(STAGING_PREFIX + "*"))
+    events = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert events, "the objects crossing the street are events"
+    assert [e["event"] for e in events] == list(range(1, len(events) + 1))
+    assert all(1 <= e["start_frame"] <= e["end_frame"] <= 150 for e in events)
+    ends = [e["end_frame"] for e in events]
+    assert all(a < b["start_frame"] for a, b in zip(ends, events[1:], strict=False))
+
+
+def test_dropped_stream_is_reconnected(street, tmp_path):
+    clip, _ = street
+    port = free_port()
+    first = serve(clip, port)
+    proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", url(port), "-o",
+                             tmp_path / "out", "--reconnect", "8", "--learn", "0:50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=process_env())  # fmt: skip
+    try:
+        first.wait(timeout=30)  # the whole clip was sent: the connection closes
+        time.sleep(1.0)  # a gap with no server at all
+        second = serve(clip, port)
+        _, err = proc.communicate(timeout=60)
+        _stop(second)
+    finally:
+        _stop(first)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()
+    log = err.decode()
+    assert "the stream dropped after 150 frame(s)" in log
+    assert "reconnected after a gap of" in log
+    summary = _summary(tmp_path / "out")
+    assert summary["frames"] == 300  # both connections, numbered on
+    assert len(list((tmp_path / "out" / "masks").glob("bin*.png"))) == 300
+
+
+def test_segments_roll_over_each_complete_and_masks_stream(street, tmp_path):
+    clip, truth = street
+    port = free_port()
+    server = serve(clip, port)
+    raw = tmp_path / "masks.raw"
+    try:
+        done = _separate(url(port), "-o", tmp_path / "out", "--reconnect", "1", "--segment",
+                         "2s", "--learn", "0:50", "--masks-to", raw)  # fmt: skip
+    finally:
+        _stop(server)
+    assert done.returncode == 0, done.stderr.decode()
+    segments = sorted(p for p in (tmp_path / "out").iterdir())
+    assert len(segments) == 3  # 150 frames in segments of 2 s (50 frames)
+    assert done.stdout.decode().split() == [str(p) for p in segments]
+    numbers = []
+    for folder in segments:
+        summary = _summary(folder)
+        assert summary["frames"] == 50
+        assert len(list((folder / "masks").glob("bin*.png"))) == 50
+        assert (folder / "background.mp4").exists() and (folder / "background.png").exists()
+        numbers += summary["mask_numbers"]
+    assert numbers == list(range(1, 151))
+    streamed = np.fromfile(raw, np.uint8).reshape(150, 72, 96) > 0
+    on_disk = np.concatenate([read_masks(folder / "masks") for folder in segments]) > 0
+    assert np.array_equal(streamed, on_disk)
+    assert f_measure(streamed, truth) > 0.8
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_closes_the_segment_as_a_complete_result(street, tmp_path, signum):
+    clip, _ = street
+    port = free_port()
+    server = serve(clip, port, loop=3)  # 24 s of stream: stopped long before its end
+    proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", url(port), "-o",
+                             tmp_path / "out", "--segment", "4s", "--learn", "0:50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(),
+                            preexec_fn=default_signals)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:  # the first segment is closed
+            if list((tmp_path / "out").glob("*/summary.json")):
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)  # the second one is being written
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        _stop(server)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()
+    assert f"stopped by signal {int(signum)}" in err.decode()
+    segments = sorted((tmp_path / "out").iterdir())
+    assert len(segments) == 2
+    assert _summary(segments[0])["frames"] == 100
+    last = _summary(segments[1])
+    assert 0 < last["frames"] <= 100
+    assert len(list((segments[1] / "masks").glob("bin*.png"))) == last["frames"]
+    assert not list((tmp_path / "out").glob(f"*/{STAGING_PREFIX}*"))
+
+
+def test_live_stdin(tmp_path):
+    frames, truth = street_frames(n=80)
+    clip = write_clip(tmp_path / "c.mkv", frames)
+    import imageio_ffmpeg
+
+    y4m = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-i", clip,
+                          "-f", "yuv4mpegpipe", "-pix_fmt", "yuv444p", "-"],
+                         capture_output=True, check=True).stdout  # fmt: skip
+    args = ["separate", "-", "--live", "-o", tmp_path / "out", "--learn", "0:40", "--no-video"]
+    cmd = [sys.executable, "-m", "bpvideo", *map(str, args)]
+    done = subprocess.run(cmd, input=y4m, capture_output=True, env=process_env(), timeout=90,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert _summary(tmp_path / "out")["frames"] == 80
+    masks = read_masks(tmp_path / "out" / "masks") > 0
+    assert f_measure(masks, truth) > 0.8
+
+
+@pytest.mark.parametrize("kind", ["m3u8", "ffconcat"])
+def test_url_named_in_a_file_stays_refused(tmp_path, kind):
+    port = free_port()
+    target = url(port)
+    playlist = tmp_path / f"list.{kind}"
+    if kind == "m3u8":
+        playlist.write_text(f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\n{target}\n"
+                            "#EXT-X-ENDLIST\n")  # fmt: skip
+    else:
+        playlist.write_text(f"ffconcat version 1.0\nfile '{target}'\n")
+    with __import__("socket").socket() as listener:  # any connection would be seen here
+        listener.bind(("127.0.0.1", port))
+        listener.listen(1)
+        listener.settimeout(0.1)
+        done = _separate(playlist, "-o", tmp_path / "out")
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert done.returncode == 2, done.stderr.decode()
+    assert len(done.stderr.decode().strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_live_options_refused_for_files(tiny_clip, tmp_path):
+    done = _separate(tiny_clip, "-o", tmp_path / "out", "--segment", "1h")
+    assert done.returncode == 2
+    assert "--segment applies to live inputs" in done.stderr.decode()
+    done = _separate(tiny_clip, "--live", "-o", tmp_path / "out")
+    assert done.returncode == 2
+    assert "--live reads stdin" in done.stderr.decode()
+
+
+def test_unreachable_url_is_one_line(tmp_path):
+    done = _separate(url(free_port()), "-o", tmp_path / "out", "--reconnect", "0.5")
+    assert done.returncode == 2
+    err = done.stderr.decode().strip().splitlines()
+    assert len(err) == 1 and "cannot open the stream" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_rate_of_the_stream(street, tmp_path):
+    """The outputs keep the stream's rate."""
+    clip, _ = street
+    port = free_port()
+    server = serve(clip, port)
+    try:
+        done = _separate(url(port), "-o", tmp_path / "out", "--no-video", "--learn", "0:50",
+                         "--reconnect", "0.5", "--frames", "60")  # fmt: skip
+    finally:
+        _stop(server)
+    assert done.returncode == 0, done.stderr.decode()
+    summary = _summary(tmp_path / "out")
+    assert summary["fps"] == FPS
+    assert summary["frames"] == 60
