@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,52 +24,17 @@ from bpvideo._cli.console import (
     run,
 )
 from bpvideo._cli.events import events_command
+from bpvideo._cli.options import (
+    GroupedCommand,
+    settings_options,
+    verbosity_level,
+    verbosity_options,
+)
 from bpvideo._version import __version__
 from bpvideo.errors import BpvideoError, InputError
-from bpvideo.settings import (
-    OPTION_GROUPS,
-    SeparateSettings,
-    Spec,
-    flag_of,
-    merge_options,
-    option_specs,
-)
+from bpvideo.settings import SeparateSettings, merge_options
 
 __all__ = ["GroupedCommand", "cli", "main"]
-
-#: The sections of ``--help``, in order, and the parameters each shows, in order;
-#: parameters in none are shown first, under "Options".
-SECTIONS: dict[str, tuple[str, ...]] = {
-    **OPTION_GROUPS,
-    "Output": ("output", *OPTION_GROUPS["Output"], "as_json"),
-    "Logging": ("verbose", "quiet", "logfile", "debug"),
-    "Other": ("config_file", "help"),
-}
-
-
-class GroupedCommand(click.Command):
-    """A click command whose ``--help`` shows its options in :data:`SECTIONS`."""
-
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Write the options, section by section (click calls it for ``--help``)."""
-        sections: dict[str, list[tuple[int, tuple[str, str]]]] = {}
-        for param in self.get_params(ctx):
-            record = param.get_help_record(ctx)
-            if record is None or isinstance(param, click.Argument):
-                continue
-            title, order = "Options", 0
-            key = "help" if "--help" in getattr(param, "opts", ()) else param.name
-            for name, names in SECTIONS.items():
-                if key in names:
-                    title, order = name, names.index(key)
-            sections.setdefault(title, []).append((order, record))
-        for title in ("Options", *SECTIONS):
-            if title in sections:
-                with formatter.section(f"{title} options" if title != "Options" else title):
-                    formatter.write_dl(
-                        [record for _, record in sorted(sections[title], key=lambda r: r[0])]
-                    )
-
 
 SEPARATE_EPILOG = """\b
 Examples:
@@ -102,66 +66,6 @@ after the source frames: in000470.jpg -> bin000470.png; videos from 1),
 background.png, events.csv, frames.csv, report.html (docs/events.md),
 summary.json (written last: its presence marks a complete result).
 """
-
-
-def _click_type(spec: Spec) -> Any:
-    if spec.kind == "int":
-        return int
-    if spec.kind == "float":
-        return float
-    if spec.choices is not None:
-        return click.Choice(spec.choices)
-    return str
-
-
-def settings_options(func: Callable) -> Callable:
-    """Add one click option per field of :class:`SeparateSettings` (defaults left to it)."""
-    for name, default, spec in reversed(option_specs()):
-        if not spec.cli:
-            continue
-        flag = flag_of(name, spec)
-        shown = default
-        if spec.kind == "bool":  # a flag's default is to be off; a pair's is one of its flags
-            shown = (flag if default else spec.secondary) if spec.secondary else None
-        help_text = spec.help if shown is None else f"{spec.help}  [default: {shown}]"
-        if spec.kind == "bool":
-            if spec.secondary:
-                decl = f"{flag}/{spec.secondary}"
-                func = click.option(decl, name, default=None, help=help_text)(func)
-            else:
-                func = click.option(flag, name, is_flag=True, default=None, help=help_text)(func)
-        else:
-            func = click.option(
-                flag,
-                name,
-                type=_click_type(spec),
-                default=None,
-                help=help_text if default != () else spec.help,
-                metavar=spec.metavar,
-                multiple=spec.kind == "regions",
-            )(func)
-    return func
-
-
-def verbosity_options(func: Callable) -> Callable:
-    """``-v``, ``-q``, ``--logfile`` and ``--debug``."""
-    func = click.option("--debug", is_flag=True, help="Show tracebacks of errors.")(func)
-    func = click.option(
-        "--logfile",
-        metavar="PATH",
-        default=None,
-        help="Also append the log to PATH, with time stamps (info, or debug with -v; even "
-        "with -q).",
-    )(func)
-    func = click.option("-q", "--quiet", is_flag=True, help="Errors only on stderr.")(func)
-    func = click.option(
-        "-v", "--verbose", is_flag=True, help="Log the solver's iteration table on stderr."
-    )(func)
-    return func
-
-
-def _verbosity(verbose: bool, quiet: bool) -> int:
-    return -1 if quiet else (1 if verbose else 0)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -214,7 +118,7 @@ def separate(
     from bpvideo.api import separate_file
     from bpvideo.io.paths import expand_inputs, plan_outputs
 
-    verbosity = _verbosity(verbose, quiet)
+    verbosity = verbosity_level(verbose, quiet)
     configure_logging(verbosity)  # --logfile once the guard has seen it
     given = {k: v for k, v in options.items() if v is not None and v != ()}
     if config_file is not None:  # flag > file > built-in default
@@ -420,11 +324,11 @@ def evaluate(
     from bpvideo.evaluate.scoring import check_evaluation, format_table
     from bpvideo.evaluate.scoring import evaluate as score
 
-    configure_logging(_verbosity(verbose, quiet))  # --logfile once the guard has seen it
+    configure_logging(verbosity_level(verbose, quiet))  # --logfile once the guard has seen it
     if csv_path is None and (Path(masks) / "masks").is_dir():
         csv_path = str(Path(masks) / "evaluation.csv")
     check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path, logfile=logfile)
-    configure_logging(_verbosity(verbose, quiet), logfile)
+    configure_logging(verbosity_level(verbose, quiet), logfile)
     troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
     result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
     if csv_path is not None:
@@ -502,7 +406,7 @@ def batch(
     from bpvideo.batch.config import ConfigError
     from bpvideo.batch.run import BatchOptions, run_batch
 
-    verbosity = _verbosity(verbose, quiet)
+    verbosity = verbosity_level(verbose, quiet)
     configure_logging(verbosity)  # --logfile once the guard has seen it (run_batch)
     options = BatchOptions(
         workers=workers,
@@ -523,7 +427,7 @@ def batch(
         return _config_problems(exc, config_path)
 
 
-cli.add_command(events_command(GroupedCommand, verbosity_options, _verbosity))
+cli.add_command(events_command(GroupedCommand, verbosity_options, verbosity_level))
 
 
 def main(argv: list[str] | None = None) -> int:
