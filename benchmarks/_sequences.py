@@ -1,8 +1,9 @@
 """The real sequences of ``../shared/data`` for the quality benchmarks: finding them,
-reading them, scoring masks against their ground truth, and OpenCV's subtractors.
+reading them, scoring masks against their ground truth, OpenCV's subtractors and
+BGSLibrary's (``pybgs``), and synthetic scenes of the hard classes scored the same way.
 
-Shared by ``quality.py`` (the table against MOG2, KNN and GSOC) and ``select_defaults.py``
-(leave-one-sequence-out selection of defaults).
+Shared by ``quality.py`` (the table against MOG2, KNN, GSOC and BGSLibrary) and
+``select_defaults.py`` (leave-one-sequence-out selection of defaults).
 """
 
 from __future__ import annotations
@@ -31,6 +32,22 @@ masks = np.stack([sub.apply(f) for f in frames])
 np.save(sys.argv[2], masks == 255)
 """
 
+# BGSLibrary reads and writes ./config/<Method>.xml (and fails without the folder) and
+# prints to stdout: the child runs in a temporary folder with its stdout discarded.
+PYBGS_SCRIPT = """
+import os, sys, numpy as np, pybgs
+os.makedirs("config", exist_ok=True)
+frames = np.load(sys.argv[1])
+sub = getattr(pybgs, sys.argv[3])()
+masks = np.stack([np.asarray(sub.apply(f)) for f in frames])
+if masks.ndim == 4:
+    masks = masks.max(axis=3)
+np.save(sys.argv[2], masks > 127)
+"""
+
+#: BGSLibrary methods run by ``--pybgs-python`` (class names of ``pybgs``).
+PYBGS_METHODS = ("LOBSTER", "SuBSENSE", "PAWCS", "ViBe")
+
 
 def discover(data: Path = DATA) -> list[str]:
     """Every sequence folder with ground truth (``groundtruth/`` or one Wallflower frame)."""
@@ -56,6 +73,15 @@ class Sequence:
     frames: np.ndarray
     numbers: list[int]
     groundtruth: Path
+    truth: np.ndarray | None = None  # (T, H, W) bool, for synthetic scenes (no files)
+
+    @classmethod
+    def synthetic(cls, name: str) -> Sequence:
+        """A scene of :mod:`bpvideo.synthetic.hard` (``name``: ``synthetic_<class>``)."""
+        from bpvideo.synthetic.hard import make_hard_scene
+
+        scene = make_hard_scene(name.removeprefix("synthetic_"))
+        return cls(name, scene.frames, list(range(1, len(scene.frames) + 1)), Path(), scene.masks)
 
     @classmethod
     def load(cls, name: str, data: Path = DATA) -> Sequence:
@@ -74,7 +100,9 @@ class Sequence:
     def score(self, masks: np.ndarray) -> dict[str, Any]:
         """changedetection.net scores of ``masks`` (one per frame, in order):
         :func:`bpvideo.evaluate` on the masks written as ``binNNNNNN.png`` after their
-        frames."""
+        frames; a synthetic scene against its known masks, every frame)."""
+        if self.truth is not None:
+            return synthetic_scores(masks, self.truth)
         with tempfile.TemporaryDirectory(prefix="bpvideo-score-") as tmp:
             folder = Path(tmp) / "masks"
             write_masks(folder, masks, numbers=self.numbers)
@@ -108,6 +136,34 @@ def run_gsoc(seq: Sequence, python: str) -> dict[str, Any]:
         np.save(frames_file, seq.frames)
         t = time.perf_counter()
         subprocess.run([python, "-c", GSOC_SCRIPT, str(frames_file), str(masks_file)], check=True)
+        seconds = time.perf_counter() - t
+        masks = np.load(masks_file)
+    return dict(seq.score(masks), seconds=seconds)
+
+
+def synthetic_scores(masks: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
+    """Recall, precision and F-measure of ``masks`` against ``truth``, (T, H, W) bool,
+    counted over every pixel of every frame (as :func:`bpvideo.evaluate` sums them)."""
+    tp = int(np.count_nonzero(masks & truth))
+    fp = int(np.count_nonzero(masks & ~truth))
+    fn = int(np.count_nonzero(~masks & truth))
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    f = 2 * recall * precision / (recall + precision) if recall + precision else 0.0
+    return {"recall": recall, "precision": precision, "f_measure": f}
+
+
+def run_pybgs(seq: Sequence, python: str, method: str) -> dict[str, Any]:
+    """A BGSLibrary method (``pybgs.<method>``, its defaults) in a Python that has pybgs,
+    fed every frame in colour, in order; its 0/255 mask, 255 = foreground."""
+    with tempfile.TemporaryDirectory(prefix="bpvideo-pybgs-") as tmp:
+        frames_file, masks_file = Path(tmp) / "frames.npy", Path(tmp) / "masks.npy"
+        np.save(frames_file, seq.frames)
+        t = time.perf_counter()
+        subprocess.run(
+            [python, "-c", PYBGS_SCRIPT, str(frames_file), str(masks_file), method],
+            check=True, cwd=tmp, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
         seconds = time.perf_counter() - t
         masks = np.load(masks_file)
     return dict(seq.score(masks), seconds=seconds)

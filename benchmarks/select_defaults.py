@@ -14,6 +14,7 @@ Usage::
     python benchmarks/select_defaults.py --candidate "k5 threshold_k=5" \\
         --candidate "still20 pipeline.reference.STILL_FRAMES_FRACTION=0.2"
     python benchmarks/select_defaults.py --json scores.json   # keeps (and reuses) scores
+    python benchmarks/select_defaults.py --all --synthetic    # Wallflower and synthetic too
 
 A key with a dot names a constant of a bpvideo module (``pipeline.reference.MOTION_BOX``),
 set for that candidate's runs; other keys are options of ``separate``. Markdown on
@@ -87,7 +88,8 @@ def run(candidates: dict[str, dict[str, Any]], sequences: list[str], data: Path,
         todo = [c for c in candidates if name not in scores.get(c, {})]
         if not todo:
             continue
-        seq = Sequence.load(name, data)
+        synthetic = name.startswith("synthetic_")
+        seq = Sequence.synthetic(name) if synthetic else Sequence.load(name, data)
         for cand in todo:
             options = {k: v for k, v in candidates[cand].items() if "." not in k}
             consts = {k: v for k, v in candidates[cand].items() if "." in k}
@@ -138,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidate", action="append", default=[], metavar="'NAME K=V ...'")
     parser.add_argument("--json", type=Path, help="scores file (read, then updated)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run these candidates only")
+    parser.add_argument("--all", action="store_true",
+                        help="also sequences with one ground-truth frame (Wallflower)")  # fmt: skip
+    parser.add_argument("--synthetic", action="store_true",
+                        help="also the synthetic classes (bpvideo.synthetic.hard)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     candidates = dict(CANDIDATES)
@@ -147,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"--only: no candidate named {', '.join(unknown)}")
         candidates = {name: candidates[name] for name in args.only}
-    sequences = [s for s in discover(args.data) if per_frame_truth(s, args.data)]
+    sequences = [s for s in discover(args.data) if args.all or per_frame_truth(s, args.data)]
+    if args.synthetic:
+        from bpvideo.synthetic.hard import HARD_CLASSES
+
+        sequences += [f"synthetic_{c}" for c in HARD_CLASSES]
     if not sequences:
         raise SystemExit(f"{args.data}: no sequence with per-frame ground truth (pass --data)")
     scores: dict[str, dict[str, float]] = {}

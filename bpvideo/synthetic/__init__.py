@@ -4,7 +4,9 @@ Everything here is generated from a seed, so tests, the README demo and the bund
 ``sample_data/`` are licence-clean and reproducible.
 
 - :mod:`~bpvideo.synthetic.problems`: :func:`make_rpca_problem`, the paper's instances;
-- :mod:`~bpvideo.synthetic.street`: :func:`make_scene`, a street clip with exact masks.
+- :mod:`~bpvideo.synthetic.street`: :func:`make_scene`, a street clip with exact masks;
+- :mod:`~bpvideo.synthetic.hard`: :func:`make_hard_scene`, the classes of scenes where a
+  one-image background fails (crowds, water, leaves, people who stay), with exact masks.
 """
 
 from bpvideo.synthetic.problems import RPCAProblem, make_rpca_problem

@@ -9,7 +9,7 @@ import numpy as np
 
 from bpvideo.limits import DEFAULT_FPS
 
-__all__ = ["GREY_WEIGHTS", "Scene", "make_scene"]
+__all__ = ["GREY_WEIGHTS", "Scene", "grey_levels", "make_scene", "street_background"]
 
 
 GREY_WEIGHTS = np.array([0.114, 0.587, 0.299])
@@ -73,7 +73,7 @@ class _Sprite:
     bob: float = 0.0  # amplitude of a vertical sine wobble (pixels)
 
 
-def _grey(image: np.ndarray) -> np.ndarray:
+def grey_levels(image: np.ndarray) -> np.ndarray:
     """Grey level of a BGR image (float)."""
     return np.asarray(image, dtype=float) @ GREY_WEIGHTS
 
@@ -101,7 +101,7 @@ def _blobs(rng: np.random.Generator, width: int, height: int, count: int) -> np.
     return out
 
 
-def _background(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+def street_background(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
     """A street seen from a fixed camera: sky, buildings, pavement, a two-lane road, verge.
 
     Returns
@@ -203,7 +203,7 @@ def _make_sprites(
     light_order = rng.permutation(len(_LIGHT_COLOURS))
     dark_order = rng.permutation(len(_DARK_COLOURS))
     counters = {"light": 0, "dark": 0}
-    bg_grey = _grey(background)
+    bg_grey = grey_levels(background)
 
     def size(fw: float, fh: float) -> tuple[int, int]:
         return max(2, round(fw * width)), max(2, round(fh * height))
@@ -350,7 +350,7 @@ def _street(
     bg_seed, obj_seed, noise_seed = np.random.SeedSequence(seed).spawn(3)
     rng_bg = np.random.default_rng(bg_seed)
     rng_obj = np.random.default_rng(obj_seed)
-    background = np.rint(_background(rng_bg, width, height))
+    background = np.rint(street_background(rng_bg, width, height))
     sprites = _make_sprites(rng_obj, width, height, background)
     phase = rng_obj.uniform(0.0, 2.0 * np.pi)
     return background, sprites, phase, np.random.default_rng(noise_seed)
