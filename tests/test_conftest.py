@@ -33,7 +33,7 @@ def test_an_unexpected_error_fails_and_a_marked_one_does_not(pytester: pytest.Py
     # the call passes, the check after it fails the test (at its teardown)
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(
-        ["*unexpected ERROR logged: bpvideo: boom*", "ERROR *::test_logs_error"]
+        ["*unexpected ERROR logged: bpvideo: boom*", "ERROR *::test_logs_error*"]
     )
 
 
