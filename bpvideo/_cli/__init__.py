@@ -23,7 +23,7 @@ from bpvideo._cli.console import (
     progress_bar,
     run,
 )
-from bpvideo._cli.events import events_command
+from bpvideo._cli.events import events
 from bpvideo._cli.options import (
     GroupedCommand,
     settings_options,
@@ -427,7 +427,7 @@ def batch(
         return _config_problems(exc, config_path)
 
 
-cli.add_command(events_command(GroupedCommand, verbosity_options, verbosity_level))
+cli.add_command(events)
 
 
 def main(argv: list[str] | None = None) -> int:

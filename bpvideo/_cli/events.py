@@ -9,9 +9,10 @@ from typing import Any
 import click
 
 from bpvideo._cli.console import configure_logging
+from bpvideo._cli.options import GroupedCommand, verbosity_level, verbosity_options
 from bpvideo.settings import flag_of, option_specs
 
-__all__ = ["events_command"]
+__all__ = ["events"]
 
 EVENTS_EPILOG = """\b
 Examples:
@@ -40,42 +41,32 @@ def _event_options(func: Callable) -> Callable:
     return func
 
 
-def events_command(
-    command_class: type[click.Command],
-    verbosity_options: Callable[[Callable], Callable],
-    verbosity: Callable[[bool, bool], int],
-) -> click.Command:
-    """The ``events`` command, made with the command class and verbosity options of
-    :mod:`bpvideo._cli` (handed over: this module does not import it back)."""
+@click.command(cls=GroupedCommand, epilog=EVENTS_EPILOG)
+@click.argument("outdir", metavar="OUTDIR")
+@_event_options
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON on stdout.")
+@verbosity_options
+def events(
+    outdir: str,
+    as_json: bool,
+    verbose: bool,
+    quiet: bool,
+    debug: bool,
+    logfile: str | None,
+    **options: Any,
+) -> None:
+    """Find the events of OUTDIR (an output of `bpvideo separate`) again, from its masks.
 
-    @click.command(cls=command_class, epilog=EVENTS_EPILOG)
-    @click.argument("outdir", metavar="OUTDIR")
-    @_event_options
-    @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON on stdout.")
-    @verbosity_options
-    def events(
-        outdir: str,
-        as_json: bool,
-        verbose: bool,
-        quiet: bool,
-        debug: bool,
-        logfile: str | None,
-        **options: Any,
-    ) -> None:
-        """Find the events of OUTDIR (an output of `bpvideo separate`) again, from its masks.
+    Prints the path of events.csv on stdout (or, with --json, the events).
+    """
+    from pathlib import Path
 
-        Prints the path of events.csv on stdout (or, with --json, the events).
-        """
-        from pathlib import Path
+    from bpvideo.io.rederive import rederive
 
-        from bpvideo.io.rederive import rederive
-
-        configure_logging(verbosity(verbose, quiet), logfile)
-        given = {k: v for k, v in options.items() if v is not None and v != ()}
-        summary = rederive(outdir, **given)
-        if as_json:
-            click.echo(json.dumps(summary["events"], indent=2))
-        else:
-            click.echo(str(Path(outdir) / "events.csv"))
-
-    return events
+    configure_logging(verbosity_level(verbose, quiet), logfile)
+    given = {k: v for k, v in options.items() if v is not None and v != ()}
+    summary = rederive(outdir, **given)
+    if as_json:
+        click.echo(json.dumps(summary["events"], indent=2))
+    else:
+        click.echo(str(Path(outdir) / "events.csv"))
