@@ -20,7 +20,7 @@ from bpvideo.io.event_report import report_html
 from bpvideo.io.event_sinks import report_facts
 from bpvideo.io.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.io.guard import Access, check_access, region_reads
-from bpvideo.io.headers import read_image, read_text
+from bpvideo.io.headers import decode_image, read_image, read_text
 from bpvideo.io.outputs import SUMMARY, atomic_write_bytes, signals_deferred, write_json
 from bpvideo.io.regions import region_mask
 from bpvideo.settings import SeparateSettings, option_name
@@ -135,7 +135,7 @@ def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
 
 
 def _read_mask(path: Path) -> np.ndarray:
-    image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+    image = decode_image(path, cv2.IMREAD_GRAYSCALE)  # from its bytes: any name
     if image is None:
         raise InputError(f"{literal(str(path))}: mask missing or unreadable: run bpvideo "
                          "separate again")  # fmt: skip

@@ -115,6 +115,10 @@ def test_names_in_an_ascii_locale_and_not_utf8(clip: Path, tmp_path: Path) -> No
                                   env=child_env(**env), timeout=120, check=False)  # fmt: skip
             assert proc.returncode == 0, (name, env, proc.stderr)
             assert os.path.exists(out + b"/summary.json")
+            again = subprocess.run([sys.executable, "-m", "bpvideo", "events", out, "-q"],
+                                   capture_output=True, env=child_env(**env), timeout=120,
+                                   check=False)  # fmt: skip
+            assert again.returncode == 0, (out, env, again.stderr)  # masks read by bytes
 
 
 # --- silent wrong results: variable frame rate -------------------------------------------
