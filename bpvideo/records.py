@@ -273,6 +273,13 @@ class WindowReport:
     observed : float or None
         Fraction of the window's entries the solver observed (those the reference
         background explains), None without a reference.
+    covered : float or None
+        Share of the view where no still frame was trusted (covered most of the time, or
+        never still): its reference is taken from all frames and the neighbours (None
+        without a reference).
+    dynamic : float or None
+        Share of the view whose own spread about the background is above
+        ``DYNAMIC_SPREAD`` times the global threshold (water, leaves, flicker).
     """
 
     first_frame: int
@@ -287,6 +294,8 @@ class WindowReport:
     noise: float | None
     sparsity: float | None = None
     observed: float | None = None
+    covered: float | None = None
+    dynamic: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry of ``windows.list`` (without ``method``: the solver section has it)."""

@@ -8,6 +8,7 @@ keys are only ever added).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +19,58 @@ if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.io.sources import FrameSource
     from bpvideo.settings import SeparateSettings
 
-__all__ = ["ReportBuilder"]
+__all__ = ["COVERED_WARN", "DYNAMIC_WARN", "FOREGROUND_WARN", "ReportBuilder", "self_check"]
+
+log = logging.getLogger("bpvideo")
+
+#: Shares above which the self-check warns (docs/quality.md, "The self-check"): of the
+#: view with no trusted still frame, of the view moving by itself (with one background
+#: image), of the frames' pixels found foreground.
+COVERED_WARN = 0.25
+DYNAMIC_WARN = 0.3
+FOREGROUND_WARN = 0.5
+
+
+def self_check(reports: list[WindowReport], foreground: float, appearances: int) -> dict[str, Any]:
+    """What the model could not explain, and a warning for each way the scene lies
+    outside what the defaults handle, naming the option that helps.
+
+    Parameters
+    ----------
+    reports : list of WindowReport
+        The windows.
+    foreground : float
+        Share of the masks' pixels that are foreground.
+    appearances : int
+        The run's ``appearances`` (0: one background image per frame).
+
+    Returns
+    -------
+    dict
+        ``covered`` and ``dynamic`` (the worst window's shares, None when not measured),
+        ``foreground`` and ``warnings`` (lines).
+    """
+    covered = max((r.covered for r in reports if r.covered is not None), default=None)
+    dynamic = max((r.dynamic for r in reports if r.dynamic is not None), default=None)
+    warnings = []
+    if covered is not None and covered > COVERED_WARN:
+        warnings.append(
+            f"{covered:.0%} of the view was never seen still (covered most of the time, or "
+            "moving): its background there is a guess; give the empty scene with "
+            "--background-from IMAGE or --background-from START:END"
+        )
+    if dynamic is not None and dynamic > DYNAMIC_WARN and not appearances:
+        warnings.append(
+            f"{dynamic:.0%} of the view moves by itself (water, leaves): keep its several "
+            "appearances with --appearances 24"
+        )
+    if foreground > FOREGROUND_WARN:
+        warnings.append(
+            f"foreground covers {foreground:.0%} of the frames, more than the defaults are "
+            "made for: give the empty scene with --background-from IMAGE or START:END"
+        )
+    return {"covered": covered, "dynamic": dynamic, "foreground": foreground,
+            "warnings": warnings}  # fmt: skip
 
 
 def _finite(value: float) -> float:
@@ -95,6 +147,10 @@ class ReportBuilder:
         worst = max(range(len(self.reports)), key=lambda i: _finite(self.reports[i].residual))
         changes = [r.change for r in self.reports if r.change is not None]
         plan = self.plan
+        foreground = self.foreground_pixels / (n * width * height)
+        check = self_check(self.reports, foreground, getattr(self.settings, "appearances", 0))
+        for line in check["warnings"]:
+            log.warning("%s: %s", self.source.name, line)
         return Report(
             input=self.source.name,
             output=output,
@@ -122,7 +178,8 @@ class ReportBuilder:
                 # One window: its threshold; several: the median of the windows' thresholds.
                 "threshold": float(np.median(thresholds)) if thresholds else None,
                 "noise": float(np.median(noises)) if noises else None,
-                "foreground_fraction": self.foreground_pixels / (n * width * height),
+                "foreground_fraction": foreground,
+                "self_check": check,
             },
             windows={
                 "window": plan.window,

@@ -23,6 +23,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.masks.appearances import Appearances
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.sample import sample_model
 from bpvideo.masks.shadows import shadow_pixels
@@ -142,6 +143,8 @@ def foreground_masks(
     open_radius: int = _DEFAULT.open_radius,
     close_radius: int = _DEFAULT.close_radius,
     min_area: int = _DEFAULT.min_area,
+    appearances: int = _DEFAULT.appearances,
+    frame_offset: int = 0,
 ) -> MaskResult:
     """One binary foreground mask per frame.
 
@@ -171,6 +174,12 @@ def foreground_masks(
     open_radius, close_radius, min_area : int, default 1, 3, 25
         Clean-up, see :func:`clean_mask`. Every default is the CLI's
         (:mod:`bpvideo.settings`).
+    appearances : int, default 24
+        Background appearances per pixel (``threshold="auto"`` only; see
+        :mod:`bpvideo.masks.appearances`); 0: ``L`` and the thresholds alone.
+    frame_offset : int
+        Index of ``A``'s first frame in the window whose model ``threshold`` is (samples
+        of frames near each tested frame are not used).
 
     Returns
     -------
@@ -180,8 +189,8 @@ def foreground_masks(
     if L.shape != A.shape:
         raise InputError(f"background shape {L.shape} differs from data shape {A.shape}")
     n = A.shape[0] if frames_first else A.shape[1]
-    raw, model = _entries(A, L, S, frame_shape, rule, threshold, (threshold_k, noise, shadows),
-                          observed, frames)  # fmt: skip
+    auto = (threshold_k, noise, shadows, appearances)
+    raw, model = _entries(A, L, S, frame_shape, rule, threshold, auto, observed, frames)
     seen = None
     if observed is not None:
         raw &= observed
@@ -190,18 +199,43 @@ def foreground_masks(
             seen = None
     out = _pixel_masks(raw, frames_first, n, frame_shape)
     del raw
-    if model is not None and model.shade is not None and frames is not None and out.any():
-        grey, bg = _grey_frames(A, L, frames_first, frame_shape)
-        out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
+    if model is not None:
+        _explained_away(out, A, L, model, frames, frame_shape, frame_offset)
+    _clean_all(out, seen, (open_radius, close_radius, min_area))
+    return MaskResult(masks=out, model=model)
+
+
+def _clean_all(out: np.ndarray, seen: np.ndarray | None, radii: tuple[int, int, int]) -> None:
+    """:func:`clean_mask` of every mask of ``out`` (in place) with ``radii`` (open, close,
+    min area), judged on the observed pixels ``seen`` first when some are not."""
+    open_radius, close_radius, min_area = radii
     never = None if seen is None else ~seen.any(axis=0)
-    for j in range(n):
+    for j in range(len(out)):
         if seen is not None:
             judged_on_observed(out[j], seen[j], out=out[j])
         clean_mask(out[j], open_radius=open_radius, close_radius=close_radius,
                    min_area=min_area, out=out[j])  # fmt: skip
         if never is not None:
             out[j][never] = False  # seen in no frame: never foreground
-    return MaskResult(masks=out, model=model)
+
+
+def _explained_away(
+    out: np.ndarray,
+    A: np.ndarray,
+    L: np.ndarray,
+    model: MaskModel,
+    frames: np.ndarray | None,
+    frame_shape: tuple[int, ...],
+    first: int,
+) -> None:
+    """Clear from the masks ``out`` the pixels a background appearance explains, then
+    cast shadows (in place)."""
+    if model.appearances is not None and out.any():
+        looks = _looks(A, L, frames, model.appearances, frame_shape)
+        out &= model.appearances.unexplained(looks, out, first)
+    if model.shade is not None and frames is not None and out.any():
+        grey, bg = _grey_frames(A, L, A.ndim == len(frame_shape) + 1, frame_shape)
+        out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
 
 
 #: Side of the square whose observed pixels decide an unobserved pixel of a mask.
@@ -239,13 +273,14 @@ def _entries(
     frame_shape: tuple[int, ...],
     rule: str,
     threshold: float | str | MaskModel,
-    auto: tuple[float, str, str],
+    auto: tuple[float, str, str, int],
     observed: np.ndarray | None,
     frames: np.ndarray | None,
 ) -> tuple[np.ndarray, MaskModel | None]:
     """The foreground entries (A's shape) under ``rule``, and the thresholds they used
-    (``auto``: ``threshold_k``, ``noise``, ``shadows`` of an automatic threshold)."""
-    threshold_k, noise, shadows = auto
+    (``auto``: ``threshold_k``, ``noise``, ``shadows``, ``appearances`` of an automatic
+    threshold)."""
+    threshold_k, noise, shadows, appearances = auto
     frames_first = A.ndim == len(frame_shape) + 1
     model: MaskModel | None = None
     raw = np.empty(A.shape, dtype=bool)
@@ -259,7 +294,7 @@ def _entries(
     elif rule == "residual":
         model = threshold if isinstance(threshold, MaskModel) else sample_model(
             A, L, frame_shape, observed=observed, frames=frames if shadows == "remove" else None,
-            threshold=threshold, threshold_k=threshold_k, noise=noise,
+            threshold=threshold, threshold_k=threshold_k, noise=noise, appearances=appearances,
         )  # fmt: skip
         _exceeds(A, L, model, frames_first, frame_shape, raw)
     else:
@@ -311,6 +346,22 @@ def _exceeds(
         np.abs(t, out=t)
         lim = limit if not isinstance(limit, np.ndarray) or frames_first else limit[lo:hi]
         np.greater(t, lim, out=out[lo:hi])
+
+
+def _looks(
+    A: np.ndarray,
+    L: np.ndarray,
+    frames: np.ndarray | None,
+    appearances: Appearances,
+    frame_shape: tuple[int, ...],
+) -> np.ndarray:
+    """The frames as the appearances hold them: BGR ``frames``, or ``A``'s own
+    channels as uint8 frames."""
+    if frames is not None and appearances.samples.shape[2] == 3:
+        return frames
+    if A.ndim != len(frame_shape) + 1:  # columns
+        A = A.T.reshape((A.shape[1], *frame_shape))
+    return np.clip(np.rint(A), 0, 255).astype(np.uint8)
 
 
 def _grey_frames(

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bpvideo.masks.appearances import Appearances, build_appearances, sample_times
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.thresholds import (
     MaskModel,
@@ -69,6 +70,7 @@ def sample_model(
     threshold: float | str = _DEFAULT.threshold,
     threshold_k: float = _DEFAULT.threshold_k,
     noise: str = _DEFAULT.noise,
+    appearances: int = _DEFAULT.appearances,
 ) -> MaskModel:
     """The :class:`~bpvideo.masks.thresholds.MaskModel` of data held whole, from
     :data:`SAMPLE_FRAMES` evenly spaced frames (and the frames right after them).
@@ -84,7 +86,7 @@ def sample_model(
         (:func:`~bpvideo.masks.thresholds.agreement`).
     frames : (n, H, W, 3) uint8 ndarray, optional
         The frames in colour, for the shadow test (None: shadows are kept).
-    threshold, threshold_k, noise
+    threshold, threshold_k, noise, appearances
         As the options of ``separate``.
     """
     frames_first = A.ndim == len(frame_shape) + 1
@@ -92,7 +94,8 @@ def sample_model(
     background = _ArrayColumns(L, frames_first)
     agree = None if observed is None else _ArrayColumns(observed, frames_first)
     options = MaskOptions(threshold=threshold, threshold_k=threshold_k, noise=noise,
-                          shadows="remove" if frames is not None else "keep")  # fmt: skip
+                          shadows="remove" if frames is not None else "keep",
+                          appearances=appearances)  # fmt: skip
     model = window_model(data, background, options, observed=agree)
     assert model is not None
     return model
@@ -140,7 +143,7 @@ def window_model(
     sensor = None
     if options.threshold == "auto":
         sensor = _sensor_noise(video, agree, cols)
-    return model_from_blocks(
+    model = model_from_blocks(
         _blocks(video, L, agree, cols, options.shadows == "remove"),
         video.frame_shape,
         sensor=sensor,
@@ -148,6 +151,9 @@ def window_model(
         threshold_k=options.threshold_k,
         noise=options.noise,
     )
+    if options.appearances and options.threshold == "auto":
+        model.appearances = _appearances(video, L, model, options.appearances)
+    return model
 
 
 class _ArrayData:
@@ -162,6 +168,7 @@ class _ArrayData:
     ) -> None:
         self.A, self.frame_shape, self.frames = A, frame_shape, frames
         self.frames_first = frames_first
+        self.colour = frames is not None
         self.mask = None
 
     @property
@@ -239,6 +246,43 @@ class _Agreement:
         if self.video.mask is not None:
             out &= self.video.mask[index][:, cols]
         return out
+
+
+def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> Appearances | None:
+    """The background appearances of the whole window (both sides of every frame):
+    each sampled frame where its residual is within the pixel's limit
+    (:func:`~bpvideo.masks.appearances.build_appearances`), in colour when the BGR frames
+    are at hand, else in the data's own channels."""
+    n = video.shape[1]
+    shape = video.frame_shape
+    H, W = shape[:2]
+    channels = shape[2] if len(shape) == 3 else 1
+    colour = getattr(video, "colour", True)  # a Video always has its BGR frames
+    depth = 3 if colour else channels
+    times = sample_times(n, H * W, depth, samples)
+    if not len(times):
+        return None
+    limit = np.broadcast_to(
+        np.asarray(model.local if model.local is not None else model.threshold, np.float32), (H, W)
+    ).ravel()
+    looks = np.empty((H * W, len(times), depth), dtype=np.uint8)
+    beyond = np.empty((H * W, len(times)), dtype=bool)
+    step = BLOCK_PIXELS
+    for lo in range(0, H * W, step):
+        hi = min(H * W, lo + step)
+        A = video.rows(lo * channels, hi * channels, times).astype(np.float32)
+        residual = np.abs(A - L.block(lo * channels, hi * channels, times))
+        if channels > 1:
+            residual = residual.reshape(hi - lo, channels, -1).max(axis=1)
+        np.greater(residual, limit[lo:hi, None], out=beyond[lo:hi])
+        if colour:
+            looks[lo:hi] = video.pixels(lo, hi, times)
+        else:
+            own = np.clip(np.rint(A), 0, 255).reshape(hi - lo, channels, -1)
+            looks[lo:hi] = own.transpose(0, 2, 1)
+    frames = looks.transpose(1, 0, 2).reshape(len(times), H, W, -1)
+    foreground = np.ascontiguousarray(beyond.T).reshape(len(times), H, W)
+    return build_appearances(frames, foreground, times, n, model.threshold)
 
 
 def _sensor_noise(video: Data, agree: _Agreement, cols: np.ndarray) -> float:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo.masks.appearances import Appearances
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.shadows import chromaticity
 from bpvideo.robust import masked_median
@@ -57,6 +58,9 @@ AGREE_K = 4.0
 #: over 0.3186 is the noise level while at most three quarters of the entries are
 #: foreground.
 _QUARTILE_Z = 0.3186
+#: A pixel whose own threshold is this many times the global one is moving background
+#: (the self-check of ``summary.json``; docs/quality.md).
+DYNAMIC_SPREAD = 3.0
 _DEFAULT = MaskOptions()
 
 
@@ -102,17 +106,33 @@ class MaskModel:
     shade : (H, W, 3) float32 ndarray or None
         The :func:`~bpvideo.masks.shadows.chromaticity` of the background's colour, NaN where it
         is unknown, for the shadow test; None keeps shadows.
+    appearances : Appearances or None
+        The background's appearances in the window (:mod:`bpvideo.masks.appearances`):
+        pixels beyond the global threshold are then foreground only where none of them
+        explains the pixel, and ``local`` serves only to choose the samples.
     """
 
     threshold: float
     noise: float | None = None
     local: np.ndarray | None = None
     shade: np.ndarray | None = None
+    appearances: Appearances | None = None
+
+    @property
+    def dynamic(self) -> float:
+        """Share of the pixels whose own spread sets a threshold above
+        :data:`DYNAMIC_SPREAD` times the global one (a background that moves by itself)."""
+        if self.local is None:
+            return 0.0
+        return float(np.mean(self.local > DYNAMIC_SPREAD * self.threshold))
 
     @property
     def limit(self) -> float | np.ndarray:
-        """What ``|A - L|`` is compared with: the per-pixel map, or the global threshold."""
-        return self.local if self.local is not None else self.threshold
+        """What ``|A - L|`` is compared with: the per-pixel map, or the global threshold
+        (always, with :attr:`appearances`: they judge the pixels beyond it)."""
+        if self.local is None or self.appearances is not None:
+            return self.threshold
+        return self.local
 
 
 def grouped_median(values: np.ndarray) -> float:

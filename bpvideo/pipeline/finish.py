@@ -159,6 +159,7 @@ def _form(
         shape,
         observed=None if video.mask is None else video.mask[:, lo:hi],
         frames=frames,
+        frame_offset=lo,
         **kwargs,
     ).masks
     t2 = time.perf_counter()

@@ -37,6 +37,7 @@ import numpy as np
 
 from bpvideo.masks.shadows import same_texture
 from bpvideo.masks.thresholds import AGREE_K
+from bpvideo.pipeline import covered
 from bpvideo.pipeline.light import fit_light, light_base, still_light
 from bpvideo.solvers.backends import get_backend
 
@@ -197,12 +198,16 @@ class Reference:
         The solved background of the window's last frames at the solve scale: the next
         window solves them with its own frames, observed everywhere, so that the two
         backgrounds meet without a jump.
+    covered : float
+        Share of the view where the window found no trusted still frame
+        (:class:`~bpvideo.pipeline.covered.Covered`).
     """
 
     image: np.ndarray
     age: np.ndarray
     noise: float | None = None
     columns: np.ndarray | None = None
+    covered: float = 0.0
 
     @classmethod
     def given(cls, image: np.ndarray) -> Reference:
@@ -253,17 +258,13 @@ def observe_background(
         For the next window.
     """
     h, w = frame_shape
-    channels = data.shape[0] // (h * w)
     box = max(3, round(MOTION_BOX * min(h, w)))
-    # Rows hold a pixel's channels side by side (B, G, R of pixel 0, then of pixel 1...).
-    score = motion_score(data[::channels], frame_shape, box=box, reach=MOTION_REACH)
-    for c in range(1, channels):
-        score += motion_score(data[c::channels], frame_shape, box=box, reach=MOTION_REACH)
-    if channels > 1:
-        score = np.repeat(score, channels, axis=0)
-    if mask is not None:
-        score[~mask] = np.inf
+    score = _score(data, frame_shape, box, mask)
     still = still_entries(score)
+    loose = covered.unsettled(score, still) if covered.GUIDED else None
+    never = np.zeros(len(still), dtype=bool)
+    if covered.NEVER_STILL:
+        never, still = covered.never_still(score, still, lambda: _fine(data, frame_shape, mask))
     if mask is not None:
         still &= mask
     # Still frames differ from pixel to pixel: under changing light, their median would
@@ -277,6 +278,9 @@ def observe_background(
     else:
         own = reference_image(data, still)
     noise = fit_light(data, own, still=still, passes=0)[2]  # the fit itself comes below
+    replaced = np.zeros(len(own), dtype=bool)
+    if loose is not None:
+        own, replaced = covered.guided(data, frame_shape, own, noise, loose)
     kept = np.zeros(own.shape, dtype=bool)
     age = np.zeros(own.shape, dtype=np.int32)
     if previous is not None:
@@ -285,10 +289,37 @@ def observe_background(
             kept &= previous.age + (data.shape[1] - new_from) < absorb_frames
         age = np.where(kept, previous.age + (data.shape[1] - new_from), 0).astype(np.int32)
     image = np.where(kept, previous.image, own).astype(np.float32) if kept.any() else own
-    observed = consistent_entries(data, image, still=still & ~kept[:, None], noise=noise)[0]
+    still &= ~(kept | never | replaced)[:, None]
+    observed = consistent_entries(data, image, still=still, noise=noise)[0]
     if mask is not None:
         observed &= mask
-    return observed, Reference(image, age, noise)
+    return observed, Reference(image, age, noise, covered=covered.Covered(never, replaced).fraction)
+
+
+def _fine(
+    data: np.ndarray, frame_shape: tuple[int, int], mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The motion score with the small box of :mod:`~bpvideo.pipeline.covered`, and its
+    still entries."""
+    score = _score(data, frame_shape, covered.SMALL_BOX, mask)
+    return score, still_entries(score)
+
+
+def _score(
+    data: np.ndarray, frame_shape: tuple[int, int], box: int, mask: np.ndarray | None
+) -> np.ndarray:
+    """:func:`motion_score` of every row (each channel's, summed over the pixel's
+    channels; rows hold a pixel's channels side by side), infinite where unobserved."""
+    h, w = frame_shape
+    channels = data.shape[0] // (h * w)
+    score = motion_score(data[::channels], frame_shape, box=box, reach=MOTION_REACH)
+    for c in range(1, channels):
+        score += motion_score(data[c::channels], frame_shape, box=box, reach=MOTION_REACH)
+    if channels > 1:
+        score = np.repeat(score, channels, axis=0)
+    if mask is not None:
+        score[~mask] = np.inf
+    return score
 
 
 def changed_objects(

@@ -161,6 +161,8 @@ def _solution(
         noise=None if model is None else model.noise,
         sparsity=solved.sparsity,
         observed=None if solved.observed is None else float(solved.observed.mean()),
+        covered=None if solved.reference is None else solved.reference.covered,
+        dynamic=None if model is None else model.dynamic,
     )
     state.done += n - new_from
     info = window_info(video, new_from, index, report)

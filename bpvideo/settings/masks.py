@@ -79,3 +79,12 @@ class MaskSettings:
         low=0,
         limit=MAX_PIXELS,
     )
+    appearances: int = option(
+        _MASKS.appearances,
+        "int",
+        "With --threshold auto: background appearances kept per pixel from frames across the "
+        "whole window (moving water and leaves are background, a new appearance is "
+        "foreground); 0 = one background image and each pixel's own spread.",
+        low=0,
+        limit=256,
+    )

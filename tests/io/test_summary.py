@@ -27,7 +27,10 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
         "method", "iterations", "converged", "residual", "change", "solve_scale", "device",
         "worst_window",
     ]  # fmt: skip
-    assert list(summary["masks"]) == ["rule", "threshold", "noise", "foreground_fraction"]
+    assert list(summary["masks"]) == [
+        "rule", "threshold", "noise", "foreground_fraction", "self_check",
+    ]  # fmt: skip
+    assert list(summary["masks"]["self_check"]) == ["covered", "dynamic", "foreground", "warnings"]
     assert list(summary["windows"]) == [
         "window",
         "overlap",
@@ -38,7 +41,7 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
     ]
     assert list(summary["windows"]["list"][0]) == [
         "first_frame", "frames", "new_frames", "iterations", "converged", "residual",
-        "change", "threshold", "noise", "sparsity", "observed",
+        "change", "threshold", "noise", "sparsity", "observed", "covered", "dynamic",
     ]  # fmt: skip
     assert list(summary["outputs"]) == [
         "background_video", "foreground_video", "masks", "background_image", "summary",
@@ -80,3 +83,28 @@ def test_summary_gives_the_worst_window_and_every_frames_time(tmp_path: Path) ->
     assert solver["worst_window"] == residuals.index(max(residuals)) + 1
     assert solver["change"] == max(w["change"] for w in windows)
     assert np.allclose(report["times"], np.arange(30) / 25)
+
+
+def _window(covered: float | None, dynamic: float | None):
+    from bpvideo.records import WindowReport
+
+    return WindowReport(0, 10, 10, "bestpair", 3, True, 0.01, 0.001, 12.0, 2.0,
+                        covered=covered, dynamic=dynamic)  # fmt: skip
+
+
+def test_self_check_warns_with_the_option_that_helps() -> None:
+    from bpvideo.io.summary import self_check
+
+    quiet = self_check([_window(0.01, 0.02), _window(0.03, 0.05)], 0.04, appearances=24)
+    assert quiet == {"covered": 0.03, "dynamic": 0.05, "foreground": 0.04, "warnings": []}
+    hard = self_check([_window(0.05, 0.1), _window(0.4, 0.5)], 0.6, appearances=0)
+    assert hard["covered"] == 0.4 and hard["dynamic"] == 0.5
+    text = "\n".join(hard["warnings"])
+    assert len(hard["warnings"]) == 3
+    assert "40% of the view" in text and "--background-from" in text
+    assert "--appearances 24" in text and "60%" in text
+    # a moving background is handled when its appearances are kept: no warning for it
+    kept = self_check([_window(0.0, 0.5)], 0.1, appearances=24)
+    assert kept["warnings"] == []
+    unmeasured = self_check([_window(None, None)], 0.1, appearances=24)
+    assert unmeasured["covered"] is None and unmeasured["warnings"] == []

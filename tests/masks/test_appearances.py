@@ -1,0 +1,125 @@
+"""The background of several appearances: samples from the whole window, matched within
+the global threshold in a 3 x 3 neighbourhood, frames near the tested one left out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bpvideo import separate
+from bpvideo.masks import appearances as ap
+from bpvideo.masks.appearances import build_appearances, sample_times
+from bpvideo.synthetic.hard import make_hard_scene
+
+
+def _one_pixel(values: list[float], times: list[int], n: int = 100) -> ap.Appearances:
+    """The appearances of a 1 x 1 grey frame that showed ``values`` at ``times``."""
+    frames = np.asarray(values, dtype=np.uint8).reshape(-1, 1, 1)
+    return build_appearances(frames, np.zeros(frames.shape, bool), np.asarray(times), n, 10.0)
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def path(request, monkeypatch):
+    """Both matching paths (the compiled one needs numba: the tests' extras have it)."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(ap, "COMPILED_FROM", 0)
+    else:
+        monkeypatch.setattr(ap, "COMPILED_FROM", 1 << 62)
+    return request.param
+
+
+def test_a_recurring_appearance_is_background_a_new_one_is_not(path):
+    modes = _one_pixel([50, 52, 120, 121, 200], [0, 10, 20, 30, 40])
+    grey = np.array([51, 119, 200, 85], dtype=np.uint8).reshape(4, 1, 1)
+    out = modes.unexplained(grey, np.ones(grey.shape, dtype=bool), first=60)
+    # 51 and 119 are each matched by two samples; 200 by one; 85 by none
+    assert out.ravel().tolist() == [False, False, True, True]
+
+
+def test_only_candidates_are_tested(path):
+    modes = _one_pixel([50, 52], [0, 10])
+    grey = np.full((2, 1, 1), 200, dtype=np.uint8)
+    candidates = np.array([True, False]).reshape(2, 1, 1)
+    assert modes.unexplained(grey, candidates, first=50).ravel().tolist() == [True, False]
+
+
+def test_samples_near_the_tested_frame_do_not_explain_it(path):
+    modes = _one_pixel([90, 90, 20, 20], [0, 1, 50, 60], n=50)  # exclude: 5 frames
+    grey = np.full((1, 1, 1), 90, dtype=np.uint8)
+    ones = np.ones((1, 1, 1), dtype=bool)
+    assert modes.unexplained(grey, ones, first=0).all()  # its own frames are left out
+    assert not modes.unexplained(grey, ones, first=30).any()
+
+
+def test_neighbours_samples_count_and_foreground_samples_do_not(path):
+    frames = np.zeros((2, 3, 3), dtype=np.uint8)
+    frames[:, 0, 2] = 70  # the upper right neighbour of the centre showed 70 twice
+    foreground = np.zeros(frames.shape, dtype=bool)
+    modes = build_appearances(frames, foreground, np.array([0, 10]), 100, 5.0)
+    grey = np.zeros((1, 3, 3), dtype=np.uint8)
+    grey[0, 1, 1] = 72
+    centre = np.zeros((1, 3, 3), dtype=bool)
+    centre[0, 1, 1] = True
+    assert not modes.unexplained(grey, centre, first=50).any()
+    # the same samples, called foreground in their frames, explain nothing
+    foreground[:] = True
+    modes = build_appearances(frames, foreground, np.array([0, 10]), 100, 5.0)
+    assert modes.unexplained(grey, centre, first=50)[0, 1, 1]
+
+
+def test_colour_must_match_in_every_channel(path):
+    frames = np.zeros((3, 1, 1, 3), dtype=np.uint8)
+    frames[..., 2] = 200  # red background
+    modes = build_appearances(frames, np.zeros((3, 1, 1), bool), np.array([0, 40, 80]), 100, 10.0)
+    same_grey_other_colour = np.array([0, 200, 0], dtype=np.uint8).reshape(1, 1, 1, 3)
+    red = np.array([4, 3, 195], dtype=np.uint8).reshape(1, 1, 1, 3)
+    ones = np.ones((1, 1, 1), dtype=bool)
+    assert modes.unexplained(same_grey_other_colour, ones, first=20).all()
+    assert not modes.unexplained(red, ones, first=20).any()
+
+
+def test_the_compiled_and_numpy_paths_agree(monkeypatch):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (16, 30, 40, 3), dtype=np.uint8)
+    modes = build_appearances(frames, rng.random((16, 30, 40)) < 0.2, np.arange(16) * 6, 96, 40.0)
+    tested = frames[:6].copy()
+    tested[3:] = rng.integers(0, 256, tested[3:].shape, dtype=np.uint8)
+    candidates = rng.random((6, 30, 40)) < 0.6
+    monkeypatch.setattr(ap, "COMPILED_FROM", 1 << 62)
+    slow = modes.unexplained(tested, candidates, first=10)
+    monkeypatch.setattr(ap, "COMPILED_FROM", 0)
+    fast = modes.unexplained(tested, candidates, first=10)
+    assert np.array_equal(slow, fast) and 0.05 < slow.mean() < candidates.mean()
+
+
+def test_sample_times_span_the_window_within_the_memory_bound():
+    times = sample_times(300, 320 * 240, 3, 24)
+    assert len(times) == 24 and times[0] == 0 and times[-1] == 299
+    huge = sample_times(300, 1920 * 1080, 3, 24)
+    assert len(huge) * 1920 * 1080 * 4 <= ap.SAMPLE_BYTES
+    assert len(sample_times(4, 100, 1, 24)) == 0  # too few frames: one background image
+
+
+def _f(masks, truth):
+    return 2 * np.count_nonzero(masks & truth) / (np.count_nonzero(masks) + np.count_nonzero(truth))
+
+
+@pytest.mark.slow
+def test_swaying_leaves_are_background():
+    scene = make_hard_scene("leaves", 96, 72, 80)
+    with_them = separate(scene.frames).masks
+    without = separate(scene.frames, appearances=0).masks
+    assert _f(with_them, scene.masks) > 0.85
+    assert _f(with_them, scene.masks) > _f(without, scene.masks) + 0.2
+    far = scene.dynamic & ~scene.masks.any(axis=0)  # the leaves, away from the walker
+    assert 5 * with_them[:, far].mean() < without[:, far].mean()
+
+
+@pytest.mark.slow
+def test_a_scene_without_moving_background_keeps_its_quality():
+    scene = make_hard_scene("stayer")
+    with_them = separate(scene.frames).masks
+    without = separate(scene.frames, appearances=0).masks
+    assert abs(_f(with_them, scene.masks) - _f(without, scene.masks)) < 0.02

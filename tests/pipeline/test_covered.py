@@ -1,0 +1,85 @@
+"""Pixels with no trusted still frame: found by their motion; a reference unlike its
+neighbours' replaced by the pixel's own appearance closest to theirs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bpvideo import separate
+from bpvideo.pipeline import covered
+from bpvideo.pipeline.reference import still_entries
+from bpvideo.synthetic.hard import make_hard_scene
+
+
+def test_rows_whose_stillest_frames_move_are_unsettled():
+    score = np.ones((10, 30), dtype=np.float32)
+    score[7:] = 9.0
+    assert covered.unsettled(score, still_entries(score)).tolist() == [False] * 7 + [True] * 3
+
+
+def test_never_still_rows_take_every_frame_unless_a_second_look_settles_them():
+    rng = np.random.default_rng(0)
+    score = rng.uniform(0.5, 1.5, (20, 50)).astype(np.float32)
+    score[15:] += 10.0  # five pixels never drop to the others' stillness
+    still = still_entries(score)
+    never, used = covered.never_still(score, still)
+    assert never.tolist() == [False] * 15 + [True] * 5
+    assert used[15:].all() and np.array_equal(used[:15], still[:15])
+    # a second look (a smaller box) that finds them as still as the rest settles them
+    fine = rng.uniform(0.5, 1.5, (20, 50)).astype(np.float32)
+    never, used = covered.never_still(score, still, lambda: (fine, still_entries(fine)))
+    assert not never.any() and np.array_equal(used[15:], still_entries(fine)[15:])
+
+
+def _water_under_a_hull(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """40 x 40 pixels of "water" (grey 120 +- 20, new in every frame), 50 frames; a 4 x 12
+    plain hull (grey 40) over rows 18-21, columns 14-25 in 35 of them; the reference the
+    still frames gave (the hull where it lies)."""
+    rng = np.random.default_rng(seed)
+    frames = 120 + rng.uniform(-20, 20, (50, 40, 40))
+    frames[:35, 18:22, 14:26] = 40
+    hull = np.zeros((40, 40), dtype=bool)
+    hull[18:22, 14:26] = True
+    own = np.where(hull, 40.0, 120.0).astype(np.float32).ravel()
+    return frames.reshape(50, -1).T.astype(np.float32), own, hull.ravel()
+
+
+def test_guided_reference_takes_the_water_under_a_hull():
+    data, own, hull = _water_under_a_hull(2)
+    everywhere = np.ones(len(own), dtype=bool)
+    ref, replaced = covered.guided(data, (40, 40), own, 2.0, everywhere)
+    assert not replaced[~hull].any() and replaced[hull].mean() > 0.95
+    assert np.abs(ref[replaced] - 120).max() < 20
+    assert np.array_equal(ref[~hull], own[~hull])
+
+
+def test_guided_reference_leaves_settled_pixels_alone():
+    data, own, _ = _water_under_a_hull(3)
+    ref, replaced = covered.guided(data, (40, 40), own, 2.0, np.zeros(len(own), dtype=bool))
+    assert not replaced.any() and np.array_equal(ref, own)
+
+
+def test_guided_reference_keeps_a_pixel_that_never_shows_its_guide():
+    frames = np.full((30, 20, 20), 100.0)
+    frames[:, 8:12, 8:12] = 200  # always there: nothing else to choose
+    data = frames.reshape(30, -1).T.astype(np.float32)
+    own = data[:, 0].copy()
+    ref, replaced = covered.guided(data, (20, 20), own, 2.0, np.ones(400, dtype=bool))
+    assert not replaced.any() and np.array_equal(ref, own)
+
+
+def _f(masks, truth):
+    return 2 * np.count_nonzero(masks & truth) / (np.count_nonzero(masks) + np.count_nonzero(truth))
+
+
+@pytest.mark.slow
+def test_a_boat_on_rippling_water_is_not_taken_as_background(monkeypatch):
+    scene = make_hard_scene("ripples")
+    with_it = separate(scene.frames)
+    monkeypatch.setattr(covered, "GUIDED", False)
+    without = separate(scene.frames).masks
+    assert _f(with_it.masks, scene.masks) > 0.9 > 0.5 > _f(without, scene.masks)
+    # the summary's self-check says how much of the view had no trusted still frame
+    check = with_it.report["masks"]["self_check"]
+    assert 0.01 < check["covered"] < 0.5
