@@ -48,7 +48,7 @@ class MaskOptions:
     open_radius: int = 1
     close_radius: int = 3
     min_area: int = 25
-    appearances: int = 24
+    appearances: int = 12
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~bpvideo.masks.foreground_masks` (rule, thresholds,

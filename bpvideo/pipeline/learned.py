@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -136,7 +136,9 @@ def learn(
         frame_shape=last.video.frame_shape,
         native_size=source.native_size,
         threshold=threshold,
-        model=last.model,
+        # the appearances are the learning window's frames (stale for frames to come, and
+        # their times are that window's): a learned background keeps the spread instead
+        model=None if last.model is None else replace(last.model, appearances=None),
         mean=mean,
         precision=precision,
         image=image,
