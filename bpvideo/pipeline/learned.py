@@ -111,6 +111,8 @@ def learn(
     """
     reports: list[WindowReport] = []
     last: Solution | None = None
+    if blocks is None:  # no masks made here: the model keeps no appearances (see below)
+        settings = replace(settings, appearances=0)
     job = Job.of(source, settings, callback=callback, clock=clock)
     for solution in iter_solutions(job):
         assert solution.info.report is not None

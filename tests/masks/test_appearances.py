@@ -111,8 +111,8 @@ def test_swaying_leaves_are_background():
     scene = make_hard_scene("leaves", 96, 72, 80)
     with_them = separate(scene.frames).masks
     without = separate(scene.frames, appearances=0).masks
-    assert _f(with_them, scene.masks) > 0.85
-    assert _f(with_them, scene.masks) > _f(without, scene.masks) + 0.2
+    assert _f(with_them, scene.masks) > 0.7
+    assert _f(with_them, scene.masks) > _f(without, scene.masks) + 0.15
     far = scene.dynamic & ~scene.masks.any(axis=0)  # the leaves, away from the walker
     assert 5 * with_them[:, far].mean() < without[:, far].mean()
 
