@@ -1,94 +1,100 @@
-"""The compiled kernel of :meth:`bpvideo.masks.appearances.Appearances.unexplained`
-(numba, optional: ``bpvideo[fast]``); the numpy path computes the same answer."""
+"""The compiled match of :meth:`bpvideo.masks.appearances.Appearances.unexplained` (numba,
+optional: ``bpvideo[fast]``); the numpy path computes the same answer (tested)."""
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
-__all__ = ["unexplained"]
+__all__ = ["SPLIT_FROM", "THREADS", "unmatched"]
+
+#: Threads the match runs on (the machine's cores), and the fewest pixels per thread.
+THREADS = os.cpu_count() or 1
+SPLIT_FROM = 50_000
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _unexplained(
-    samples,
-    valid,
-    low,
-    high,
-    times,
-    frames,
-    candidates,
-    first,
-    exclude,
-    shifts,
-    radius,
-    need,
-    out,
+@numba.njit(cache=True, nogil=True)
+def _unmatched(
+    samples, valid, own_low, own_high, times, value, at, when, exclude, shifts, radius, need, out
 ):  # pragma: no cover - compiled
-    n, H, W = candidates.shape
-    K = samples.shape[1]
-    C = samples.shape[2]
-    for row in numba.prange(n * H):
-        j = row // H
-        y = row % H
-        t = first + j
-        for x in range(W):
-            if not candidates[j, y, x]:
-                continue
-            p = y * W + x
-            inside = True
+    C = samples.shape[0]
+    K = samples.shape[2]
+    count = 0
+    for p in range(at.shape[0]):
+        matches = 0
+        for s in range(shifts.shape[0]):
+            i = at[p] + shifts[s]
+            near = True  # the neighbour's own samples can match (its envelope)
             for c in range(C):
-                v = np.float32(frames[j, p, c])
-                if v < np.float32(low[p, c]) - radius or v > np.float32(high[p, c]) + radius:
-                    inside = False
+                v = np.int32(value[p, c])
+                if v < np.int32(own_low[i, c]) - radius or v > np.int32(own_high[i, c]) + radius:
+                    near = False
                     break
-            if not inside:
-                out[j, y, x] = True
+            if not near:
                 continue
-            at = p + (p // W) * 2 + W + 3
-            matches = 0
-            for s in range(shifts.shape[0]):
-                i = at + shifts[s]
-                for k in range(K):
-                    if not valid[i, k] or abs(times[k] - t) <= exclude:
-                        continue
-                    close = True
-                    for c in range(C):
-                        d = np.int32(samples[i, k, c]) - np.int32(frames[j, p, c])
-                        if d > radius or -d > radius:
-                            close = False
-                            break
-                    if close:
-                        matches += 1
-                        if matches >= need:
-                            break
-                if matches >= need:
-                    break
-            out[j, y, x] = matches < need
+            for k in range(K):
+                if not valid[i, k] or abs(times[k] - when[p]) <= exclude:
+                    continue
+                close = True
+                for c in range(C):
+                    d = np.int32(samples[c, i, k]) - np.int32(value[p, c])
+                    if d > radius or -d > radius:
+                        close = False
+                        break
+                if close:
+                    matches += 1
+                    if matches >= need:
+                        break
+            if matches >= need:
+                break
+        if matches < need:
+            out[count] = p
+            count += 1
+    return count
 
 
-def unexplained(appearances, frames: np.ndarray, candidates: np.ndarray, first: int,
-                shifts: np.ndarray, need: int) -> np.ndarray:  # fmt: skip
-    """:meth:`~bpvideo.masks.appearances.Appearances.unexplained`, compiled.
+def unmatched(appearances, value: np.ndarray, at: np.ndarray, when: np.ndarray,
+              shifts: np.ndarray, need: int) -> np.ndarray:  # fmt: skip
+    """:meth:`~bpvideo.masks.appearances.Appearances._unmatched`, compiled.
 
     Parameters
     ----------
     appearances : Appearances
-    frames : (n, H * W, C) uint8 ndarray
-    candidates : (n, H, W) bool ndarray
-    first : int
-    shifts : (s,) intp ndarray
+    value : (p, C) uint8 ndarray
+        The tested pixels.
+    at : (p,) intp ndarray
+        Their index in the padded frame.
+    when : (p,) intp ndarray
+        Their frame's index in the window.
+    shifts : (9,) intp ndarray
         Offsets of the neighbours in the padded frame (the pixel itself first).
     need : int
         Matches that explain a pixel.
 
     Returns
     -------
-    (n, H, W) bool ndarray
+    (q,) intp ndarray
+        Indices into ``at`` of the pixels fewer than ``need`` samples match.
     """
     a = appearances
-    out = np.zeros(candidates.shape, dtype=np.bool_)
-    _unexplained(a.samples, a.valid, a.low, a.high, a.times.astype(np.int64),
-                 np.ascontiguousarray(frames), np.ascontiguousarray(candidates), first,
-                 a.exclude, shifts, np.float32(a.radius), need, out)  # fmt: skip
-    return out
+    value = np.ascontiguousarray(value)
+    when = when.astype(np.int64)
+    times = a.times.astype(np.int64)
+    radius = int(np.floor(a.radius))
+
+    def part(lo: int, hi: int) -> np.ndarray:
+        out = np.empty(hi - lo, dtype=np.intp)
+        count = _unmatched(a.samples, a.valid, a.own_low, a.own_high, times, value[lo:hi],
+                           at[lo:hi], when[lo:hi], a.exclude, shifts, radius, need, out)  # fmt: skip
+        return out[:count] + lo
+
+    threads = min(THREADS, max(1, len(at) // SPLIT_FROM))
+    if threads == 1:
+        return part(0, len(at))
+    bounds = np.linspace(0, len(at), threads + 1).astype(int)
+    with ThreadPoolExecutor(threads) as pool:  # the kernel holds no interpreter lock
+        parts = list(pool.map(part, bounds[:-1], bounds[1:]))
+    return np.concatenate(parts)

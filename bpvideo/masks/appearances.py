@@ -50,10 +50,11 @@ SPECKLE = 1
 SAMPLE_BYTES = 96 << 20
 #: Fewest samples worth keeping (below, the one-image background is used).
 MIN_SAMPLES = 6
-#: Candidate pixels of a block of frames from which the compiled kernel is used, when numba
-#: is installed (its import and cached kernel cost ~0.5 s once; numpy's gathers ~1 us a
-#: pixel).
-COMPILED_FROM = 100_000
+#: Pixels of a block of frames left to match one by one (within their neighbourhood's
+#: envelope) from which the compiled kernel is used, when numba is installed, and kept
+#: for the rest of the process: numba's import and cached kernel cost ~0.5 s once, numpy
+#: ~1.5 us a pixel more than the kernel (docs/performance.md).
+COMPILED_FROM = 150_000
 #: Offsets of the 3 x 3 neighbourhood, the pixel itself first, then the nearest.
 _OFFSETS = sorted(
     ((dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)), key=lambda o: abs(o[0]) + abs(o[1])
@@ -66,9 +67,9 @@ class Appearances:
 
     Attributes
     ----------
-    samples : ((H + 2) * (W + 2), K, C) uint8 ndarray
-        Colour (C = 3, BGR) or grey level (C = 1) of each pixel in K frames, with a border
-        of one pixel (never valid); a pixel's samples side by side.
+    samples : (C, (H + 2) * (W + 2), K) uint8 ndarray
+        Colour (C = 3, BGR) or grey level (C = 1) of each pixel in K frames, a plane per
+        channel, with a border of one pixel (never valid); a pixel's samples side by side.
     valid : ((H + 2) * (W + 2), K) bool ndarray
         Where the sample is background.
     times : (K,) intp ndarray
@@ -83,6 +84,9 @@ class Appearances:
         The least and greatest valid sample of each channel over the pixel's 3 x 3
         neighbourhood: a pixel further than :attr:`radius` outside them in a channel is
         matched by no sample (tested first, at the cost of two comparisons).
+    own_low, own_high : ((H + 2) * (W + 2), C) uint8 ndarray
+        The same over the pixel's own samples (padded as :attr:`samples`): a neighbour
+        whose samples all lie further than :attr:`radius` is not looked at.
     """
 
     samples: np.ndarray
@@ -93,6 +97,8 @@ class Appearances:
     exclude: int
     low: np.ndarray
     high: np.ndarray
+    own_low: np.ndarray
+    own_high: np.ndarray
 
     def unexplained(self, frames: np.ndarray, candidates: np.ndarray, first: int = 0) -> np.ndarray:
         """Which candidate pixels no background appearance explains.
@@ -113,54 +119,78 @@ class Appearances:
         H, W = self.shape
         frames = frames.reshape(len(frames), H * W, -1)
         shifts = np.array([dy * (W + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)
-        kernel = _compiled() if np.count_nonzero(candidates) >= COMPILED_FROM else None
-        if kernel is not None:
-            return kernel(self, frames, candidates, first, shifts, MIN_MATCHES)
         out = np.zeros(candidates.shape, dtype=bool)
-        for j in range(len(frames)):
-            pixels = np.flatnonzero(candidates[j])
-            if not len(pixels):
-                continue
-            use = np.abs(self.times - (first + j)) > self.exclude
-            value = frames[j][pixels]
-            inside = self._inside(value, pixels)
-            out[j].reshape(-1)[pixels[~inside]] = True
-            pixels, value = pixels[inside], value[inside]
-            at = pixels + (pixels // W) * 2 + W + 3  # the same pixel, in the padded frame
-            left = self._unmatched(use, value, at, shifts)
-            out[j].reshape(-1)[pixels[left]] = True
+        flat = out.reshape(-1)
+        index = np.flatnonzero(candidates)
+        if not len(index):
+            return out
+        value = frames.reshape(-1, frames.shape[2])[index]
+        inside = _within(value, self.low, self.high, index % (H * W), self.radius)
+        flat[index[~inside]] = True
+        index, value = index[inside], value[inside]
+        when = first + index // (H * W)
+        pixel = index % (H * W)
+        at = pixel + (pixel // W) * 2 + W + 3  # the same pixel, in the padded frame
+        kernel = _compiled() if len(index) >= COMPILED_FROM or _KERNEL else None
+        if kernel is not None:
+            left = kernel(self, value, at, when, shifts, MIN_MATCHES)
+        else:
+            left = self._unmatched(value, at, when, shifts)
+        flat[index[left]] = True
         return out
 
-    def _inside(self, value: np.ndarray, pixels: np.ndarray) -> np.ndarray:
-        """Which pixels lie within :attr:`radius` of their envelope in every channel."""
-        r = self.radius
-        v = value.astype(np.float32)
-        ok = v >= self.low[pixels] - r
-        ok &= v <= self.high[pixels].astype(np.float32) + r
-        return ok.all(axis=1)
-
     def _unmatched(
-        self, use: np.ndarray, value: np.ndarray, at: np.ndarray, shifts: np.ndarray
+        self, value: np.ndarray, at: np.ndarray, when: np.ndarray, shifts: np.ndarray
     ) -> np.ndarray:
         """Indices (into ``at``) of the pixels fewer than :data:`MIN_MATCHES` samples
         match (numpy: the pixel's own samples first, then each neighbour's for the pixels
-        still unmatched)."""
-        samples, valid = self.samples[:, use], self.valid[:, use]
-        value = value.astype(np.int16)[:, None, :]
+        still unmatched; a neighbour whose samples all lie further than the radius in a
+        channel is skipped).
+
+        Parameters
+        ----------
+        value : (p, C) uint8 ndarray
+            The tested pixels.
+        at : (p,) intp ndarray
+            Their index in the padded frame.
+        when : (p,) intp ndarray
+            Their frame's index in the window.
+        shifts : (9,) intp ndarray
+            Offsets of the neighbours in the padded frame.
+        """
+        r = int(np.floor(self.radius))
+        low = np.clip(value.astype(np.int16) - r, 0, 255).astype(np.uint8)
+        high = np.clip(value.astype(np.int16) + r, 0, 255).astype(np.uint8)
+        frames, frame_of = np.unique(when, return_inverse=True)
+        usable = np.abs(frames[:, None] - self.times) > self.exclude  # (frames, K)
         left = np.arange(len(at))
         matches = np.zeros(len(at), dtype=np.int32)
         for shift in shifts:
             index = at[left] + shift
-            near = samples[index].astype(np.int16)  # (p, K, C)
-            np.subtract(near, value[left], out=near)
-            np.abs(near, out=near)
-            close = near.max(axis=2) <= self.radius
-            close &= valid[index]
-            matches[left] += np.count_nonzero(close, axis=1)
-            left = left[matches[left] < MIN_MATCHES]
+            near = _within(value[left], self.own_low, self.own_high, index, self.radius)
+            some, index = left[near], index[near]
+            if len(some):
+                close = self.valid[index] & usable[frame_of[some]]  # (q, K)
+                for c, plane in enumerate(self.samples):
+                    got = plane[index]
+                    close &= got >= low[some, c, None]
+                    close &= got <= high[some, c, None]
+                matches[some] += np.count_nonzero(close, axis=1)
+                left = left[matches[left] < MIN_MATCHES]
             if not len(left):
                 break
         return left
+
+
+def _within(
+    value: np.ndarray, low: np.ndarray, high: np.ndarray, at: np.ndarray, radius: float
+) -> np.ndarray:
+    """Which values lie within ``radius`` of ``[low[at], high[at]]`` in every channel."""
+    v = value.astype(np.int16)
+    r = int(np.floor(radius))
+    ok = v >= low[at].astype(np.int16) - r
+    ok &= v <= high[at].astype(np.int16) + r
+    return ok.all(axis=1)
 
 
 _KERNEL: list = []
@@ -172,9 +202,9 @@ def _compiled():
         from bpvideo.solvers.backends import HAVE_NUMBA
 
         if HAVE_NUMBA:
-            from bpvideo.masks._appearance_kernel import unexplained
+            from bpvideo.masks._appearance_kernel import unmatched
 
-            _KERNEL.append(unexplained)
+            _KERNEL.append(unmatched)
         else:
             _KERNEL.append(None)
     return _KERNEL[0]
@@ -235,9 +265,9 @@ def build_appearances(
         grown = cv2.morphologyEx(fg, cv2.MORPH_OPEN, speck) if SPECKLE else fg
         valid[k, 1:-1, 1:-1] = cv2.dilate(grown, grow) == 0
     exclude = max(1, round(EXCLUDE * n_frames))
-    low, high = _envelope(samples, valid)
+    own_low, own_high, low, high = _envelopes(samples, valid)
     return Appearances(
-        np.ascontiguousarray(samples.reshape(K, -1, C).transpose(1, 0, 2)),
+        np.ascontiguousarray(samples.reshape(K, -1, C).transpose(2, 1, 0)),
         np.ascontiguousarray(valid.reshape(K, -1).T),
         np.asarray(times, dtype=np.intp),
         (H, W),
@@ -245,17 +275,25 @@ def build_appearances(
         exclude,
         low,
         high,
+        own_low,
+        own_high,
     )
 
 
-def _envelope(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:attr:`Appearances.low` and :attr:`~Appearances.high` of padded samples
-    ``(K, H + 2, W + 2, C)`` and their validity ``(K, H + 2, W + 2)``: (H * W, C) each
-    (255 and 0 where no valid sample is near)."""
+def _envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:attr:`Appearances.own_low`, :attr:`~Appearances.own_high`,
+    :attr:`~Appearances.low` and :attr:`~Appearances.high` of padded samples
+    ``(K, H + 2, W + 2, C)`` and their validity ``(K, H + 2, W + 2)`` (255 and 0 where no
+    valid sample is)."""
     C = samples.shape[3]
     low = np.where(valid[..., None], samples, np.uint8(255)).min(axis=0)
     high = np.where(valid[..., None], samples, np.uint8(0)).max(axis=0)
     square = np.ones((3, 3), dtype=np.uint8)
-    low = cv2.erode(low, square, borderType=cv2.BORDER_CONSTANT, borderValue=255)
-    high = cv2.dilate(high, square, borderType=cv2.BORDER_CONSTANT, borderValue=0)
-    return (low[1:-1, 1:-1].reshape(-1, C), high[1:-1, 1:-1].reshape(-1, C))
+    near_low = cv2.erode(low, square, borderType=cv2.BORDER_CONSTANT, borderValue=255)
+    near_high = cv2.dilate(high, square, borderType=cv2.BORDER_CONSTANT, borderValue=0)
+    return (
+        low.reshape(-1, C),
+        high.reshape(-1, C),
+        near_low[1:-1, 1:-1].reshape(-1, C),
+        near_high[1:-1, 1:-1].reshape(-1, C),
+    )
