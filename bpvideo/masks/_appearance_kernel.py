@@ -88,7 +88,8 @@ def unmatched(appearances, value: np.ndarray, at: np.ndarray, when: np.ndarray,
     def part(lo: int, hi: int) -> np.ndarray:
         out = np.empty(hi - lo, dtype=np.intp)
         count = _unmatched(a.samples, a.valid, a.own_low, a.own_high, times, value[lo:hi],
-                           at[lo:hi], when[lo:hi], a.exclude, shifts, radius, need, out)  # fmt: skip
+                           at[lo:hi], when[lo:hi], a.exclude, shifts, radius, need,
+                           out)  # fmt: skip
         return out[:count] + lo
 
     threads = min(THREADS, max(1, len(at) // SPLIT_FROM))
