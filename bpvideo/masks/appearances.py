@@ -255,24 +255,25 @@ def build_appearances(
     if frames.ndim == 3:
         frames = frames[..., None]
     K, H, W, C = frames.shape
-    samples = np.zeros((K, H + 2, W + 2, C), dtype=np.uint8)
-    samples[:, 1:-1, 1:-1] = frames
-    valid = np.zeros((K, H + 2, W + 2), dtype=bool)
+    # built in place, a plane and a frame at a time: no whole copy of the samples between
+    samples = np.zeros((C, H + 2, W + 2, K), dtype=np.uint8)
+    valid = np.zeros((H + 2, W + 2, K), dtype=bool)
     grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MARGIN + 1, 2 * MARGIN + 1))
     speck = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * SPECKLE + 1, 2 * SPECKLE + 1))
     for k in range(K):
+        for c in range(C):
+            samples[c, 1:-1, 1:-1, k] = frames[k, :, :, c]
         fg = np.ascontiguousarray(foreground[k]).view(np.uint8)
         grown = cv2.morphologyEx(fg, cv2.MORPH_OPEN, speck) if SPECKLE else fg
-        valid[k, 1:-1, 1:-1] = cv2.dilate(grown, grow) == 0
-    exclude = max(1, round(EXCLUDE * n_frames))
+        valid[1:-1, 1:-1, k] = cv2.dilate(grown, grow) == 0
     own_low, own_high, low, high = _envelopes(samples, valid)
     return Appearances(
-        np.ascontiguousarray(samples.reshape(K, -1, C).transpose(2, 1, 0)),
-        np.ascontiguousarray(valid.reshape(K, -1).T),
+        samples.reshape(C, -1, K),
+        valid.reshape(-1, K),
         np.asarray(times, dtype=np.intp),
         (H, W),
         float(radius),
-        exclude,
+        max(1, round(EXCLUDE * n_frames)),
         low,
         high,
         own_low,
@@ -283,17 +284,21 @@ def build_appearances(
 def _envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
     """:attr:`Appearances.own_low`, :attr:`~Appearances.own_high`,
     :attr:`~Appearances.low` and :attr:`~Appearances.high` of padded samples
-    ``(K, H + 2, W + 2, C)`` and their validity ``(K, H + 2, W + 2)`` (255 and 0 where no
+    ``(C, H + 2, W + 2, K)`` and their validity ``(H + 2, W + 2, K)`` (255 and 0 where no
     valid sample is)."""
-    C = samples.shape[3]
-    low = np.where(valid[..., None], samples, np.uint8(255)).min(axis=0)
-    high = np.where(valid[..., None], samples, np.uint8(0)).max(axis=0)
+    C, Hp, Wp, K = samples.shape
+    low = np.full((Hp, Wp, C), 255, dtype=np.uint8)
+    high = np.zeros((Hp, Wp, C), dtype=np.uint8)
+    for c in range(C):  # a plane at a time: temporaries of one plane, not of all
+        plane = samples[c]
+        low[..., c] = np.where(valid, plane, np.uint8(255)).min(axis=2)
+        high[..., c] = np.where(valid, plane, np.uint8(0)).max(axis=2)
     square = np.ones((3, 3), dtype=np.uint8)
     near_low = cv2.erode(low, square, borderType=cv2.BORDER_CONSTANT, borderValue=255)
     near_high = cv2.dilate(high, square, borderType=cv2.BORDER_CONSTANT, borderValue=0)
     return (
         low.reshape(-1, C),
         high.reshape(-1, C),
-        near_low[1:-1, 1:-1].reshape(-1, C),
-        near_high[1:-1, 1:-1].reshape(-1, C),
+        near_low.reshape(Hp, Wp, C)[1:-1, 1:-1].reshape(-1, C),
+        near_high.reshape(Hp, Wp, C)[1:-1, 1:-1].reshape(-1, C),
     )
