@@ -286,7 +286,7 @@ def _envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]
     :attr:`~Appearances.low` and :attr:`~Appearances.high` of padded samples
     ``(C, H + 2, W + 2, K)`` and their validity ``(H + 2, W + 2, K)`` (255 and 0 where no
     valid sample is)."""
-    C, Hp, Wp, K = samples.shape
+    C, Hp, Wp = samples.shape[:3]
     low = np.full((Hp, Wp, C), 255, dtype=np.uint8)
     high = np.zeros((Hp, Wp, C), dtype=np.uint8)
     for c in range(C):  # a plane at a time: temporaries of one plane, not of all
