@@ -111,8 +111,6 @@ def learn(
     """
     reports: list[WindowReport] = []
     last: Solution | None = None
-    if blocks is None:  # no masks made here: the model keeps no appearances (see below)
-        settings = replace(settings, appearances=0)
     job = Job.of(source, settings, callback=callback, clock=clock)
     for solution in iter_solutions(job):
         assert solution.info.report is not None
@@ -138,15 +136,21 @@ def learn(
         frame_shape=last.video.frame_shape,
         native_size=source.native_size,
         threshold=threshold,
-        # the appearances are the learning window's frames (stale for frames to come, and
-        # their times are that window's): a learned background keeps the spread instead
-        model=None if last.model is None else replace(last.model, appearances=None),
+        model=_for_new_frames(last.model),
         mean=mean,
         precision=precision,
         image=image,
         reports=reports,
         plan=job.plan,
     )
+
+
+def _for_new_frames(model: MaskModel | None) -> MaskModel | None:
+    """The model of the last window learned on, for frames that come after it: its
+    appearances all explain them (none of them is of a frame near a new one)."""
+    if model is None or model.appearances is None:
+        return model
+    return replace(model, appearances=model.appearances.for_new_frames())
 
 
 def _prior(coefficients: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray]:
