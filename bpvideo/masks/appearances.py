@@ -25,12 +25,15 @@ import cv2
 import numpy as np
 
 __all__ = [
+    "DOUBT_K",
+    "DOUBT_OPEN",
     "EXCLUDE",
     "MARGIN",
     "MIN_MATCHES",
     "SAMPLE_BYTES",
     "Appearances",
     "build_appearances",
+    "draw_appearances",
     "sample_times",
 ]
 
@@ -48,6 +51,17 @@ MARGIN = 2
 SPECKLE = 1
 #: Bytes the samples of one window may take (fewer samples of large frames).
 SAMPLE_BYTES = 96 << 20
+#: One sample per this many frames of the window (a second of 25 fps video), at least
+#: :data:`FEWEST` and at most the ``appearances`` option: a long window's background
+#: shows more appearances (chosen by leave-one-sequence-out, docs/quality.md).
+SAMPLE_EVERY = 25
+FEWEST = 12
+#: A sampled pixel further than this many global thresholds from ``L`` but within its
+#: own limit is *doubtful*: it is background only when it is no part of a solid blob
+#: (an opening of radius :data:`DOUBT_OPEN`) or when the window's other samples show it
+#: again (:func:`draw_appearances`).
+DOUBT_K = 2.0
+DOUBT_OPEN = 1
 #: Fewest samples worth keeping (below, the one-image background is used).
 MIN_SAMPLES = 6
 #: Pixels of a block of frames left to match one by one (within their neighbourhood's
@@ -105,7 +119,14 @@ class Appearances:
         background applied to new frames): every sample may explain every frame."""
         return replace(self, exclude=-1)
 
-    def unexplained(self, frames: np.ndarray, candidates: np.ndarray, first: int = 0) -> np.ndarray:
+    def unexplained(
+        self,
+        frames: np.ndarray,
+        candidates: np.ndarray,
+        first: int = 0,
+        times: np.ndarray | None = None,
+        need: int = MIN_MATCHES,
+    ) -> np.ndarray:
         """Which candidate pixels no background appearance explains.
 
         Parameters
@@ -115,7 +136,11 @@ class Appearances:
         candidates : (n, H, W) bool ndarray
             Pixels to test (far from ``L``); the answer is False elsewhere.
         first : int
-            Window index of ``frames[0]``.
+            Window index of ``frames[0]`` (the frames follow one another).
+        times : (n,) ndarray, optional
+            The window index of each frame instead (frames spread over the window).
+        need : int
+            Matches that explain a pixel.
 
         Returns
         -------
@@ -133,19 +158,25 @@ class Appearances:
         inside = _within(value, self.low, self.high, index % (H * W), self.radius)
         flat[index[~inside]] = True
         index, value = index[inside], value[inside]
-        when = first + index // (H * W)
+        when = index // (H * W)
+        when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
         pixel = index % (H * W)
         at = pixel + (pixel // W) * 2 + W + 3  # the same pixel, in the padded frame
         kernel = _compiled() if len(index) >= COMPILED_FROM or _KERNEL else None
         if kernel is not None:
-            left = kernel(self, value, at, when, shifts, MIN_MATCHES)
+            left = kernel(self, value, at, when, shifts, need)
         else:
-            left = self._unmatched(value, at, when, shifts)
+            left = self._unmatched(value, at, when, shifts, need)
         flat[index[left]] = True
         return out
 
     def _unmatched(
-        self, value: np.ndarray, at: np.ndarray, when: np.ndarray, shifts: np.ndarray
+        self,
+        value: np.ndarray,
+        at: np.ndarray,
+        when: np.ndarray,
+        shifts: np.ndarray,
+        need: int = MIN_MATCHES,
     ) -> np.ndarray:
         """Indices (into ``at``) of the pixels fewer than :data:`MIN_MATCHES` samples
         match (numpy: the pixel's own samples first, then each neighbour's for the pixels
@@ -181,7 +212,7 @@ class Appearances:
                     close &= got >= low[some, c, None]
                     close &= got <= high[some, c, None]
                 matches[some] += np.count_nonzero(close, axis=1)
-                left = left[matches[left] < MIN_MATCHES]
+                left = left[matches[left] < need]
             if not len(left):
                 break
         return left
@@ -225,10 +256,59 @@ def sample_times(n: int, frame_pixels: int, channels: int, samples: int) -> np.n
         Empty when fewer than :data:`MIN_SAMPLES` fit.
     """
     fit = SAMPLE_BYTES // max(1, frame_pixels * (channels + 1))
+    samples = min(samples, max(FEWEST, n // SAMPLE_EVERY))
     k = min(samples, n, int(fit))
     if k < MIN_SAMPLES:
         return np.zeros(0, dtype=np.intp)
     return np.unique(np.linspace(0, n - 1, k).round().astype(np.intp))
+
+
+def draw_appearances(
+    frames: np.ndarray,
+    beyond: np.ndarray,
+    doubtful: np.ndarray,
+    times: np.ndarray,
+    n_frames: int,
+    radius: float,
+) -> Appearances:
+    """The :class:`Appearances` of a window: its sampled frames, less what is foreground
+    in them.
+
+    A sampled pixel beyond its own limit is foreground (the one-image model's answer). One
+    far from ``L`` but within its limit (where the background moves, the limit is wide) is
+    doubtful: a canoe on rippling water, a person behind a swaying branch. It is
+    foreground when it is part of a solid blob of doubtful pixels and the appearances of
+    the window's *other* samples do not explain it (:meth:`Appearances.unexplained` at
+    its own time): leaves and water show their appearances again, an object that passes
+    does not.
+
+    Parameters
+    ----------
+    frames : (K, H, W, C) or (K, H, W) uint8 ndarray
+        The sampled frames (BGR, or grey).
+    beyond, doubtful : (K, H, W) bool ndarray
+        Their pixels beyond their limit, and those far from ``L`` within it.
+    times : (K,) ndarray
+        Their index in the window.
+    n_frames : int
+        Frames of the window.
+    radius : float
+        Match radius (the window's global threshold).
+
+    Returns
+    -------
+    Appearances
+    """
+    first = build_appearances(frames, beyond, times, n_frames, radius)
+    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * DOUBT_OPEN + 1,) * 2)
+    solid = np.empty_like(doubtful)
+    for k in range(len(doubtful)):
+        opened = cv2.morphologyEx(doubtful[k].view(np.uint8), cv2.MORPH_OPEN, disk)
+        solid[k] = opened.view(bool)
+    if not solid.any():
+        return first
+    foreground = beyond | first.unexplained(frames, solid, times=times)
+    return build_appearances(frames, foreground, times, n_frames, radius)
 
 
 def build_appearances(

@@ -35,9 +35,9 @@ class MaskOptions:
     min_area : int
         Blobs smaller than this many pixels are dropped (0 = off).
     appearances : int
-        Background appearances kept per pixel from the window's frames
-        (:mod:`bpvideo.masks.appearances`; 0: one background image and each pixel's own
-        spread).
+        Background appearances kept per pixel at most: one per second of the window (25
+        frames), at least 12 (:mod:`bpvideo.masks.appearances`; 0: one background image
+        and each pixel's own spread).
     """
 
     mask_rule: str = "residual"
@@ -48,7 +48,7 @@ class MaskOptions:
     open_radius: int = 1
     close_radius: int = 3
     min_area: int = 25
-    appearances: int = 12
+    appearances: int = 24
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~bpvideo.masks.foreground_masks` (rule, thresholds,

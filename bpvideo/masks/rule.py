@@ -174,8 +174,8 @@ def foreground_masks(
     open_radius, close_radius, min_area : int, default 1, 3, 25
         Clean-up, see :func:`clean_mask`. Every default is the CLI's
         (:mod:`bpvideo.settings`).
-    appearances : int, default 12
-        Background appearances per pixel (``threshold="auto"`` only; see
+    appearances : int, default 24
+        Background appearances per pixel at most (``threshold="auto"`` only; see
         :mod:`bpvideo.masks.appearances`); 0: ``L`` and the thresholds alone.
     frame_offset : int
         Index of ``A``'s first frame in the window whose model ``threshold`` is (samples

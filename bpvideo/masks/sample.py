@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from bpvideo.masks.appearances import Appearances, build_appearances, sample_times
+from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_times
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.thresholds import (
     MaskModel,
@@ -249,10 +249,9 @@ class _Agreement:
 
 
 def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> Appearances | None:
-    """The background appearances of the whole window (both sides of every frame):
-    each sampled frame where its residual is within the pixel's limit
-    (:func:`~bpvideo.masks.appearances.build_appearances`), in colour when the BGR frames
-    are at hand, else in the data's own channels."""
+    """The background appearances of the whole window (both sides of every frame), from
+    its sampled frames' residuals (:func:`~bpvideo.masks.appearances.draw_appearances`),
+    in colour when the BGR frames are at hand, else in the data's own channels."""
     n = video.shape[1]
     shape = video.frame_shape
     H, W = shape[:2]
@@ -262,27 +261,28 @@ def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> App
     times = sample_times(n, H * W, depth, samples)
     if not len(times):
         return None
-    limit = np.broadcast_to(
-        np.asarray(model.local if model.local is not None else model.threshold, np.float32), (H, W)
-    ).ravel()
+    limit = np.broadcast_to(np.asarray(model.limit_map, np.float32), (H, W)).ravel()
     looks = np.empty((H * W, len(times), depth), dtype=np.uint8)
-    beyond = np.empty((H * W, len(times)), dtype=bool)
-    step = BLOCK_PIXELS
-    for lo in range(0, H * W, step):
-        hi = min(H * W, lo + step)
+    beyond = np.empty((H * W, len(times)), dtype=bool)  # beyond the pixel's limit
+    far = np.empty((H * W, len(times)), dtype=bool)  # beyond DOUBT_K global thresholds
+    for lo in range(0, H * W, BLOCK_PIXELS):
+        hi = min(H * W, lo + BLOCK_PIXELS)
         A = video.rows(lo * channels, hi * channels, times).astype(np.float32)
         residual = np.abs(A - L.block(lo * channels, hi * channels, times))
         if channels > 1:
             residual = residual.reshape(hi - lo, channels, -1).max(axis=1)
         np.greater(residual, limit[lo:hi, None], out=beyond[lo:hi])
+        np.greater(residual, DOUBT_K * model.threshold, out=far[lo:hi])
         if colour:
             looks[lo:hi] = video.pixels(lo, hi, times)
         else:
             own = np.clip(np.rint(A), 0, 255).reshape(hi - lo, channels, -1)
             looks[lo:hi] = own.transpose(0, 2, 1)
+    far &= ~beyond
     frames = looks.transpose(1, 0, 2).reshape(len(times), H, W, -1)
-    foreground = np.ascontiguousarray(beyond.T).reshape(len(times), H, W)
-    return build_appearances(frames, foreground, times, n, model.threshold)
+    beyond = np.ascontiguousarray(beyond.T).reshape(len(times), H, W)
+    doubtful = np.ascontiguousarray(far.T).reshape(len(times), H, W)
+    return draw_appearances(frames, beyond, doubtful, times, n, model.threshold)
 
 
 def _sensor_noise(video: Data, agree: _Agreement, cols: np.ndarray) -> float:

@@ -119,6 +119,12 @@ class MaskModel:
     appearances: Appearances | None = None
 
     @property
+    def limit_map(self) -> float | np.ndarray:
+        """Each pixel's limit of the one-image model: the per-pixel map, or the global
+        threshold (whether or not :attr:`appearances` judge the pixels beyond it)."""
+        return self.local if self.local is not None else self.threshold
+
+    @property
     def dynamic(self) -> float:
         """Share of the pixels whose own spread sets a threshold above
         :data:`DYNAMIC_SPREAD` times the global one (a background that moves by itself)."""

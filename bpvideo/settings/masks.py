@@ -82,9 +82,10 @@ class MaskSettings:
     appearances: int = option(
         _MASKS.appearances,
         "int",
-        "With --threshold auto: background appearances kept per pixel from frames across the "
-        "whole window (moving water and leaves are background, a new appearance is "
-        "foreground); 0 = one background image and each pixel's own spread.",
+        "With --threshold auto: background appearances kept per pixel at most (one per second "
+        "of the window, at least 12), from frames across the whole window: moving water and "
+        "leaves are background, a new appearance is foreground; 0 = one background image and "
+        "each pixel's own spread.",
         low=0,
         limit=256,
     )

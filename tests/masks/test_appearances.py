@@ -96,11 +96,15 @@ def test_the_compiled_and_numpy_paths_agree(monkeypatch):
 
 
 def test_sample_times_span_the_window_within_the_memory_bound():
-    times = sample_times(300, 320 * 240, 3, 24)
-    assert len(times) == 24 and times[0] == 0 and times[-1] == 299
-    huge = sample_times(300, 1920 * 1080, 3, 24)
+    times = sample_times(600, 320 * 240, 3, 24)  # one per second (25 frames), at most 24
+    assert len(times) == 24 and times[0] == 0 and times[-1] == 599
+    assert len(sample_times(450, 320 * 240, 3, 24)) == 18
+    assert len(sample_times(100, 320 * 240, 3, 24)) == 12  # at least 12
+    assert len(sample_times(100, 320 * 240, 3, 8)) == 8  # at most what was asked
+    huge = sample_times(600, 1920 * 1080, 3, 24)
     assert len(huge) * 1920 * 1080 * 4 <= ap.SAMPLE_BYTES
     assert len(sample_times(4, 100, 1, 24)) == 0  # too few frames: one background image
+    assert len(huge) >= 6
 
 
 def _f(masks, truth):
@@ -138,3 +142,37 @@ def test_untested_speckle_changes_no_mask(monkeypatch):
     monkeypatch.setattr(rule, "_drop_speckle", lambda out, radius: None)
     without = separate(frames).masks
     assert with_drop.any() and np.array_equal(with_drop, without)
+
+
+def test_frames_spread_over_the_window_are_judged_at_their_own_times(path):
+    # samples at 0, 10, 20, 30 (exclude: 5 frames); the tested frames at 0 and 30 show the
+    # appearance of the samples at 0 and 10: only the frame at 30 is explained by two
+    modes = _one_pixel([90, 91, 20, 20], [0, 10, 20, 30], n=50)
+    grey = np.full((2, 1, 1), 90, dtype=np.uint8)
+    ones = np.ones((2, 1, 1), dtype=bool)
+    out = modes.unexplained(grey, ones, times=np.array([0, 30]))
+    assert out.ravel().tolist() == [True, False]
+    # one match is enough when asked for one
+    assert not modes.unexplained(grey, ones, times=np.array([0, 30]), need=1).any()
+
+
+def test_a_doubtful_blob_the_other_samples_never_show_is_refused():
+    # 20 samples (every 10th frame of 200) of a 12 x 12 grey 100 background; samples 5 and
+    # 6 show a plain square of 160 within the pixels' (wide) limit but far from L:
+    # doubtful. It is solid, and no sample far from them shows it: no appearance. A
+    # doubtful single pixel is speckle: it stays a sample.
+    frames = np.full((20, 12, 12), 100, dtype=np.uint8)
+    frames[5:7, 3:8, 3:8] = 160
+    frames[9, 10, 10] = 40
+    beyond = np.zeros(frames.shape, dtype=bool)
+    doubtful = frames != 100
+    times = np.arange(20) * 10
+    drawn = ap.draw_appearances(frames, beyond, doubtful, times, 200, 10.0)
+    plain = ap.build_appearances(frames, beyond, times, 200, 10.0)
+    tested = np.full((1, 12, 12), 160, dtype=np.uint8)
+    square = np.zeros((1, 12, 12), dtype=bool)
+    square[:, 3:8, 3:8] = True
+    assert not plain.unexplained(tested, square, first=150).any()  # two samples show it
+    assert np.array_equal(drawn.unexplained(tested, square, first=150), square)
+    assert drawn.valid.reshape(14, 14, 20)[11, 11, 9]  # the speckle
+    assert not drawn.valid.reshape(14, 14, 20)[6, 6, 5]  # the square
