@@ -308,6 +308,7 @@ def draw_appearances(
     if not solid.any():
         return first
     foreground = beyond | first.unexplained(frames, solid, times=times)
+    del first  # not held while the second is built
     return build_appearances(frames, foreground, times, n_frames, radius)
 
 
