@@ -19,7 +19,7 @@ are not used, so that something that lingers cannot explain itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -113,11 +113,6 @@ class Appearances:
     high: np.ndarray
     own_low: np.ndarray
     own_high: np.ndarray
-
-    def for_new_frames(self) -> Appearances:
-        """The same appearances for frames of another stretch of time (a learned
-        background applied to new frames): every sample may explain every frame."""
-        return replace(self, exclude=-1)
 
     def unexplained(
         self,

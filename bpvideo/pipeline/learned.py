@@ -111,6 +111,8 @@ def learn(
     """
     reports: list[WindowReport] = []
     last: Solution | None = None
+    if blocks is None:  # no masks made here, and the model keeps no appearances
+        settings = replace(settings, appearances=0)
     job = Job.of(source, settings, callback=callback, clock=clock)
     for solution in iter_solutions(job):
         assert solution.info.report is not None
@@ -146,11 +148,14 @@ def learn(
 
 
 def _for_new_frames(model: MaskModel | None) -> MaskModel | None:
-    """The model of the last window learned on, for frames that come after it: its
-    appearances all explain them (none of them is of a frame near a new one)."""
+    """The model of the last window learned on, for frames that come after it: one image
+    and each pixel's spread. Its appearances are not kept: they are the learning
+    frames', and for a live stream those are the last seconds, so near every new frame
+    that a lingering object would explain itself (measured: live cdnet_office 0.935 ->
+    0.819, cdnet_fall 0.505 -> 0.404 with them; docs/performance.md)."""
     if model is None or model.appearances is None:
         return model
-    return replace(model, appearances=model.appearances.for_new_frames())
+    return replace(model, appearances=None)
 
 
 def _prior(coefficients: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray]:

@@ -108,18 +108,3 @@ def test_learned_windows_are_finished_like_solved_ones(street) -> None:
     for b in blocks:
         assert b.window.report is None
         assert b.masks.shape == (len(b), 72, 96) and b.background.dtype == np.uint8
-
-
-def test_a_learned_background_keeps_its_appearances_for_new_frames() -> None:
-    from bpvideo.synthetic.hard import make_hard_scene
-
-    scene = make_hard_scene("leaves", 96, 72, 120)
-    far = scene.dynamic & ~scene.masks.any(axis=0)  # leaves nobody walks in front of
-    moving, f = {}, {}
-    for appearances in (12, 0):
-        model = bpvideo.BackgroundModel(appearances=appearances).fit(scene.frames[:60])
-        masks = model.apply(scene.frames[60:])
-        moving[appearances] = masks[:, far].mean()
-        f[appearances] = f_measure(masks, scene.masks[60:])
-    # the leaves are background to the appearances, whatever frame they sway in
-    assert moving[12] < 0.6 * moving[0] and f[12] > f[0] + 0.1
