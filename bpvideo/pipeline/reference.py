@@ -224,6 +224,7 @@ def observe_background(
     absorb_frames: int | None = None,
     new_from: int = 0,
     mask: np.ndarray | None = None,
+    guided: bool = True,
 ) -> tuple[np.ndarray, Reference]:
     """The entries of a window the solver observes, and the reference handed on.
 
@@ -248,6 +249,8 @@ def observe_background(
         First column not shared with the previous window (ages count new frames only).
     mask : (m, n) bool ndarray, optional
         The user's observation mask: unobserved entries are never still nor observed.
+    guided : bool
+        Whether :func:`~bpvideo.pipeline.covered.guided` may replace references.
 
     Returns
     -------
@@ -261,22 +264,13 @@ def observe_background(
     box = max(3, round(MOTION_BOX * min(h, w)))
     score = _score(data, frame_shape, box, mask)
     still = still_entries(score)
-    loose = covered.unsettled(score, still) if covered.GUIDED else None
+    loose = covered.unsettled(score, still) if covered.GUIDED and guided else None
     never = np.zeros(len(still), dtype=bool)
     if covered.NEVER_STILL:
         never, still = covered.never_still(score, still, lambda: _fine(data, frame_shape, mask))
     if mask is not None:
         still &= mask
-    # Still frames differ from pixel to pixel: under changing light, their median would
-    # mix gains. It is taken on frames brought to one light, fitted to the median frame
-    # (every pixel sees the same sequence of lights, so that median is one light).
-    if ONE_LIGHT:
-        gain = still_light(data, light_base(data, mask), still)
-        flat = np.asarray(data, np.float32) / np.maximum(gain, 1e-3)
-        own = reference_image(flat, still)
-        del flat
-    else:
-        own = reference_image(data, still)
+    own = _own_reference(data, still, mask)
     noise = fit_light(data, own, still=still, passes=0)[2]  # the fit itself comes below
     replaced = np.zeros(len(own), dtype=bool)
     if loose is not None:
@@ -294,6 +288,20 @@ def observe_background(
     if mask is not None:
         observed &= mask
     return observed, Reference(image, age, noise, covered=covered.Covered(never, replaced).fraction)
+
+
+def _own_reference(data: np.ndarray, still: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """The median of each row's still entries, (m,) float32.
+
+    Still frames differ from pixel to pixel: under changing light, their median would mix
+    gains. It is taken on frames brought to one light, fitted to the median frame (every
+    pixel sees the same sequence of lights, so that median is one light).
+    """
+    if not ONE_LIGHT:
+        return reference_image(data, still)
+    gain = still_light(data, light_base(data, mask), still)
+    flat = np.asarray(data, np.float32) / np.maximum(gain, 1e-3)
+    return reference_image(flat, still)
 
 
 def _fine(

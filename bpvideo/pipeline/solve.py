@@ -280,9 +280,10 @@ def _solve_observed(
     entries the reference explains."""
     absorb = round(settings.absorb * video.fps) if settings.absorb > 0 else None
     data = small.data if small.data.dtype == np.float32 else small.data.astype(np.float32)
+    # the guided reference goes with the appearances: --appearances 0 is the one-image model
     observed, handed_on = observe_background(
         data, small_shape[:2], previous=reference, absorb_frames=absorb, new_from=new_from,
-        mask=small.mask,
+        mask=small.mask, guided=settings.appearances > 0,
     )  # fmt: skip
     alpha = auto_sparsity(observed) if settings.sparsity == "auto" else float(settings.sparsity)
     # The reference itself is solved as one more frame, observed everywhere: a pixel that
