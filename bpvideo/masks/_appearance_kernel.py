@@ -58,27 +58,9 @@ def _unmatched(
 
 def unmatched(appearances, value: np.ndarray, at: np.ndarray, when: np.ndarray,
               shifts: np.ndarray, need: int) -> np.ndarray:  # fmt: skip
-    """:meth:`~bpvideo.masks.appearances.Appearances._unmatched`, compiled.
-
-    Parameters
-    ----------
-    appearances : Appearances
-    value : (p, C) uint8 ndarray
-        The tested pixels.
-    at : (p,) intp ndarray
-        Their index in the padded frame.
-    when : (p,) intp ndarray
-        Their frame's index in the window.
-    shifts : (9,) intp ndarray
-        Offsets of the neighbours in the padded frame (the pixel itself first).
-    need : int
-        Matches that explain a pixel.
-
-    Returns
-    -------
-    (q,) intp ndarray
-        Indices into ``at`` of the pixels fewer than ``need`` samples match.
-    """
+    """:meth:`~bpvideo.masks.appearances.Appearances._unmatched` of ``appearances``,
+    compiled (the same parameters, the same answer: indices into ``at`` of the pixels
+    fewer than ``need`` samples match, (q,) intp ndarray)."""
     a = appearances
     value = np.ascontiguousarray(value)
     when = when.astype(np.int64)
