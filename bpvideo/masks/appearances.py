@@ -9,12 +9,14 @@ So each pixel also keeps a small **set of the appearances it took as background*
 ViBe, LOBSTER and SuBSENSE keep samples, but drawn from frames spread over the *whole
 window*, before and after the tested frame (an online subtractor has only the past), and
 only where the solve says background (the sampled frame's own residual within the pixel's
-limit, away from anything it calls foreground). A pixel is foreground when it is farther
-than the *global* threshold (the camera's noise, never a pixel's own spread) from ``L``
-**and** fewer than :data:`MIN_MATCHES` samples of its 3 x 3 neighbourhood lie within that
-threshold of it in every channel (the neighbourhood, as SuBSENSE's spatial propagation: a
-leaf that sways by a pixel is still matched). Samples from frames near the tested one
-are not used, so that something that lingers cannot explain itself.
+limit, away from anything it calls foreground; where that limit is wide, a solid blob far
+from ``L`` that no other sample shows is refused: :func:`draw_appearances`). A pixel is
+foreground when it is farther than the *global* threshold (the camera's noise, never a
+pixel's own spread) from ``L`` **and** fewer than :data:`MIN_MATCHES` samples of its
+3 x 3 neighbourhood lie within that threshold of it in every channel (the neighbourhood,
+as SuBSENSE's spatial propagation: a leaf that sways by a pixel is still matched).
+Samples from frames near the tested one are not used, so that something that lingers
+cannot explain itself.
 """
 
 from __future__ import annotations
