@@ -51,8 +51,10 @@ MARGIN = 2
 #: grown: as the masks' own clean-up (``open_radius``), isolated pixels beyond their
 #: limit are the moving background's, not objects.
 SPECKLE = 1
-#: Bytes the samples of one window may take (fewer samples of large frames).
-SAMPLE_BYTES = 96 << 20
+#: Bytes the samples of one window may take (fewer samples of large frames; at 1080p
+#: fewer than :data:`MIN_SAMPLES` fit, and the one-image model is used: with 11 samples
+#: a 3000-frame 1080p run peaked at 1192 MiB against the 1 GB bound, docs/performance.md).
+SAMPLE_BYTES = 40 << 20
 #: One sample per this many frames of the window (a second of 25 fps video), at least
 #: :data:`FEWEST` and at most the ``appearances`` option: a long window's background
 #: shows more appearances (chosen by leave-one-sequence-out, docs/quality.md).
