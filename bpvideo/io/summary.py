@@ -148,7 +148,7 @@ class ReportBuilder:
         changes = [r.change for r in self.reports if r.change is not None]
         plan = self.plan
         foreground = self.foreground_pixels / (n * width * height)
-        check = self_check(self.reports, foreground, getattr(self.settings, "appearances", 0))
+        check = self_check(self.reports, foreground, self.settings.appearances)
         for line in check["warnings"]:
             log.warning("%s: %s", self.source.name, line)
         return Report(

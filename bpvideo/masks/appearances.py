@@ -177,10 +177,10 @@ class Appearances:
         shifts: np.ndarray,
         need: int = MIN_MATCHES,
     ) -> np.ndarray:
-        """Indices (into ``at``) of the pixels fewer than :data:`MIN_MATCHES` samples
-        match (numpy: the pixel's own samples first, then each neighbour's for the pixels
-        still unmatched; a neighbour whose samples all lie further than the radius in a
-        channel is skipped).
+        """Indices (into ``at``) of the pixels fewer than ``need`` samples match (numpy:
+        the pixel's own samples first, then each neighbour's for the pixels still
+        unmatched; a neighbour whose samples all lie further than the radius in a channel
+        is skipped).
 
         Parameters
         ----------
@@ -192,6 +192,8 @@ class Appearances:
             Their frame's index in the window.
         shifts : (9,) intp ndarray
             Offsets of the neighbours in the padded frame.
+        need : int
+            Matches that explain a pixel.
         """
         r = int(np.floor(self.radius))
         low = np.clip(value.astype(np.int16) - r, 0, 255).astype(np.uint8)

@@ -248,7 +248,7 @@ def _explained_away(
     """Clear from the masks ``out`` the pixels a background appearance explains, then
     cast shadows (in place)."""
     if model.appearances is not None and out.any():
-        looks = _looks(A, L, frames, model.appearances, frame_shape)
+        looks = _looks(A, frames, model.appearances, frame_shape)
         out &= model.appearances.unexplained(looks, out, first)
     if model.shade is not None and frames is not None and out.any():
         grey, bg = _grey_frames(A, L, A.ndim == len(frame_shape) + 1, frame_shape)
@@ -367,7 +367,6 @@ def _exceeds(
 
 def _looks(
     A: np.ndarray,
-    L: np.ndarray,
     frames: np.ndarray | None,
     appearances: Appearances,
     frame_shape: tuple[int, ...],
