@@ -280,6 +280,8 @@ class LiveSeparator(BackgroundModel):
     (True, False)
     """
 
+    _samples = True
+
     def __init__(self, *, fps: float = 25.0, **options: Any) -> None:
         super().__init__(**options)
         self.fps = float(fps)
@@ -308,7 +310,8 @@ class LiveSeparator(BackgroundModel):
                 return None
             batch, self._pending = self._pending, []
             with threadpool_limits(limits=1, user_api="blas"):
-                self._learned = learn_frames(batch, self.settings, self.fps, "frames")
+                self._learned = learn_frames(batch, self.settings, self.fps, "frames",
+                                             samples=True)  # fmt: skip
             self.online = OnlineBackground(self._learned, self.settings, self.fps,
                                            self.settings.absorb)  # fmt: skip
             single = False

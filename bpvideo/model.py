@@ -55,6 +55,10 @@ class BackgroundModel:
     ((24, 32), True, False)
     """
 
+    #: Whether :meth:`fit` keeps the background appearances of the frames learned on
+    #: (a live model starts its sample bank from them).
+    _samples = False
+
     def __init__(self, **options: Any) -> None:
         self.settings = settings_of(options, arrays=True)
         self._learned: LearnedBackground | None = None
@@ -73,7 +77,8 @@ class BackgroundModel:
             source = open_arrays(frames, self.settings)
         try:
             with threadpool_limits(limits=1, user_api="blas"):
-                self._learned = learn(source, self.settings, callback=callback)
+                self._learned = learn(source, self.settings, callback=callback,
+                                      samples=self._samples)  # fmt: skip
         finally:
             source.close()
         return self

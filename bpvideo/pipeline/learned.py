@@ -25,6 +25,7 @@ from bpvideo.io.regions import region_mask
 from bpvideo.io.sources import FrameSource
 from bpvideo.io.video import video_from_frames
 from bpvideo.masks import MaskModel
+from bpvideo.masks.appearances import Appearances
 from bpvideo.pipeline.finish import Solution, columns_to_frames, finish, window_info
 from bpvideo.pipeline.plan import Job
 from bpvideo.pipeline.run import iter_solutions
@@ -77,6 +78,10 @@ class LearnedBackground:
         How the windows were solved.
     plan : Plan
         How the frames were cut and solved.
+    appearances : Appearances or None
+        The background appearances of the last window learned on, when they were drawn
+        (``learn(samples=True)``): what a live stream's sample bank starts from
+        (:mod:`bpvideo.masks.bank`); :attr:`model` never holds them.
     """
 
     basis: np.ndarray
@@ -89,6 +94,7 @@ class LearnedBackground:
     image: np.ndarray
     reports: list[WindowReport]
     plan: Plan
+    appearances: Appearances | None = None
 
 
 def learn(
@@ -98,11 +104,14 @@ def learn(
     callback: Callback | None = None,
     clock: Stopwatch | None = None,
     blocks: list[Block] | None = None,
+    samples: bool = False,
 ) -> LearnedBackground:
     """Solve ``source`` and keep its background subspace (see the module docstring).
 
     ``blocks``, when given, gets the finished blocks of the frames solved (their masks are
     those of ``separate``): a live stream's first frames are masked by the solve itself.
+    ``samples``: keep the last window's background appearances
+    (:attr:`LearnedBackground.appearances`).
 
     Raises
     ------
@@ -111,7 +120,7 @@ def learn(
     """
     reports: list[WindowReport] = []
     last: Solution | None = None
-    if blocks is None:  # no masks made here, and the model keeps no appearances
+    if blocks is None and not samples:  # no masks made here: no appearances needed
         settings = replace(settings, appearances=0)
     job = Job.of(source, settings, callback=callback, clock=clock)
     for solution in iter_solutions(job):
@@ -144,6 +153,7 @@ def learn(
         image=image,
         reports=reports,
         plan=job.plan,
+        appearances=last.model.appearances if samples and last.model is not None else None,
     )
 
 

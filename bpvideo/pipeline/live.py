@@ -34,6 +34,9 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.io.arrays import open_frames
 from bpvideo.io.video import video_from_frames
+from bpvideo.masks import MaskModel
+from bpvideo.masks.bank import SampleBank
+from bpvideo.masks.ghosts import ghosts
 from bpvideo.pipeline.finish import Solution, finish, window_info
 from bpvideo.pipeline.learned import LearnedBackground, learn, robust_coefficients
 from bpvideo.pipeline.scale import Background
@@ -67,6 +70,14 @@ RING_FRAMES = 48
 RING_SECONDS = 30.0
 #: New ring frames between two re-solves (every 5 s of stream).
 REFRESH_FRAMES = 8
+#: Masks judged by a bank of background samples refreshed by the masks
+#: (:mod:`bpvideo.masks.bank`), started from the learning window's appearances.
+SAMPLE_BANK = True
+#: Seconds a pixel must have been background before the bank takes it in.
+SETTLE_SECONDS = 1.0
+#: Seconds a region must have been foreground before it is judged a ghost (the
+#: background revealed: :mod:`bpvideo.masks.ghosts`) and taken in at once; 0: never.
+GHOST_SECONDS = 1.0
 
 
 def _solve_settings(settings: SeparateSettings) -> SeparateSettings:
@@ -81,9 +92,11 @@ def learn_frames(
     fps: float,
     name: str,
     blocks: list[Block] | None = None,
+    samples: bool = False,
 ) -> LearnedBackground:
     """Learn a background on BGR frames in memory (best pair, the options of ``settings``);
-    ``blocks`` gets the finished blocks of the frames solved, when given.
+    ``blocks`` gets the finished blocks of the frames solved, when given; ``samples``:
+    keep their background appearances (a sample bank starts from them).
 
     Raises
     ------
@@ -91,7 +104,7 @@ def learn_frames(
         Too few frames for the rank.
     """
     source = open_frames(frames, fps=fps, name=name)
-    return learn(source, _solve_settings(settings), blocks=blocks)
+    return learn(source, _solve_settings(settings), blocks=blocks, samples=samples)
 
 
 class OnlineBackground:
@@ -116,6 +129,10 @@ class OnlineBackground:
         self.learned = learned
         self.settings = settings
         self.fps = fps
+        first = learned.appearances
+        keep = first is not None and SAMPLE_BANK
+        settle = round(SETTLE_SECONDS * fps)
+        self.bank = SampleBank.start(first, settle=settle) if keep else None
         self.stride = max(1, round(RING_SECONDS * fps / RING_FRAMES))
         self.absorb_frames = round(absorb * fps) if absorb > 0 else None
         self.ring: collections.deque[np.ndarray] = collections.deque(maxlen=RING_FRAMES)
@@ -130,32 +147,69 @@ class OnlineBackground:
         self._idle.set()
         self._lock = threading.Lock()
 
-    def _keep(self, frame: np.ndarray, mask: np.ndarray, background: np.ndarray) -> None:
+    def _keep(
+        self, frame: np.ndarray, mask: np.ndarray, background: np.ndarray
+    ) -> np.ndarray | None:
         """Count a frame's foreground age; every ``stride``-th frame joins the ring with its
-        young foreground replaced by the background the model gave it, and pixels that
-        have been foreground for ``absorb`` seconds are written into every ring frame.
+        young foreground replaced by the background the model gave it. Pixels that have
+        been foreground for ``absorb`` seconds, and ghosts (:meth:`_ghosts`), are taken
+        in: written into every ring frame. Returns those pixels (None when none).
 
         Ring frames are in the solve's channels (grey (H, W) unless ``gray=False``)."""
-        if self.settings.gray and frame.ndim == 3:
-            frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        frame = self._channels(frame)
         if self.age is None:
             self.age = np.zeros(mask.shape, np.int32)
         self.age += 1
         self.age[~mask] = 0
-        lasting = None
+        taken = None
         if self.absorb_frames is not None:
-            lasting = self.age >= self.absorb_frames
+            taken = self.age >= self.absorb_frames
         if self.count % self.stride == 0:
-            young = mask if lasting is None else mask & ~lasting
+            ghost = self._ghosts(frame, background)
+            if ghost is not None:
+                taken = ghost if taken is None else taken | ghost
+            young = mask if taken is None else mask & ~taken
             self.ring.append(np.where(young if frame.ndim == 2 else young[..., None],
                                       background, frame))  # fmt: skip
             self.fresh += 1
-        if lasting is not None and lasting.any():
-            for old in self.ring:
-                old[lasting] = frame[lasting]
-            self.fresh = max(self.fresh, REFRESH_FRAMES)  # solved again at once
-            self.age[lasting] = 0  # taken in: counted again should it stay foreground
         self.count += 1
+        if taken is None or not taken.any():
+            return None
+        for old in self.ring:
+            old[taken] = frame[taken]
+        self.fresh = max(self.fresh, REFRESH_FRAMES)  # solved again at once
+        self.age[taken] = 0  # taken in: counted again should it stay foreground
+        return taken
+
+    def _ghosts(self, frame: np.ndarray, background: np.ndarray) -> np.ndarray | None:
+        """The regions foreground for :data:`GHOST_SECONDS` that are the background
+        revealed (:func:`~bpvideo.masks.ghosts.ghosts`), or None."""
+        if not GHOST_SECONDS:
+            return None
+        assert self.age is not None
+        old = self.age >= max(1, round(GHOST_SECONDS * self.fps))
+        if not old.any():
+            return None
+        if frame.ndim == 3:
+            frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+            background = cv2.cvtColor(np.asarray(background, np.float32), cv2.COLOR_BGR2GRAY)
+        found = ghosts(frame, background, old)
+        return found if found.any() else None
+
+    def _channels(self, frame: np.ndarray) -> np.ndarray:
+        """A BGR frame in the solve's channels (grey unless ``gray=False``)."""
+        if self.settings.gray and frame.ndim == 3:
+            return cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        return frame
+
+    def mask_model(self, learned: LearnedBackground) -> MaskModel | None:
+        """The thresholds to mask new frames with: ``learned``'s, judged by the bank's
+        appearances when there is one."""
+        model = learned.model
+        if self.bank is None or model is None:
+            return model
+        self.bank.radius = model.threshold
+        return dataclasses.replace(model, appearances=self.bank.appearances())
 
     def offer(
         self, frames: Iterable[np.ndarray], masks: np.ndarray, backgrounds: np.ndarray
@@ -164,8 +218,16 @@ class OnlineBackground:
         (see :meth:`_keep`); a re-solve starts when :data:`REFRESH_FRAMES` frames have
         joined the ring and none is running (waited for when twice as many have joined
         meanwhile)."""
+        frames = list(frames)
         for frame, mask, background in zip(frames, masks, backgrounds, strict=True):
-            self._keep(frame, mask, background)
+            taken = self._keep(frame, mask, background)
+            if taken is not None and self.bank is not None:
+                self.bank.take(frame if self.bank.samples.shape[0] == 3 else
+                               self._channels(frame), taken)  # fmt: skip
+        if self.bank is not None:
+            colour = self.bank.samples.shape[0] == 3  # BGR samples, as a window draws them
+            self.bank.refresh(np.stack([f if colour else self._channels(f) for f in frames]),
+                              masks)  # fmt: skip
         if self.fresh >= 2 * REFRESH_FRAMES:
             # frames come faster than the ring is solved (a stream read faster than real
             # time): wait, so that the model keeps up in stream time
@@ -235,7 +297,8 @@ def apply_batch(
     C = robust_coefficients(learned, video.data)
     clock.add("solve", time.perf_counter() - t)
     L = Background(left=learned.basis, right=np.ascontiguousarray(C.T))
-    solution = Solution(video, 0, L, None, learned.model, window_info(video, 0, index))
+    model = online.mask_model(learned)
+    solution = Solution(video, 0, L, None, model, window_info(video, 0, index))
     masks, backgrounds = [], []
     for block in finish(solution, settings.masks, clock):
         masks.append(block.masks)
@@ -296,7 +359,8 @@ def iter_live_blocks(
     start = min(start, max(len(buffer) - settings.rank - 2, 0))  # a stream that ended early
     t = time.perf_counter()
     first: list[Block] = []
-    learned = learn_frames([f for _, f in buffer[start:end]], settings, fps, name, first)
+    learned = learn_frames([f for _, f in buffer[start:end]], settings, fps, name, first,
+                           samples=True)  # fmt: skip
     clock.add("solve", time.perf_counter() - t)
     logger.info("learned the background on frames %d:%d of %s in %.2fs", start,
                 min(end, len(buffer)), name, time.perf_counter() - t)  # fmt: skip

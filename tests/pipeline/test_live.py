@@ -89,3 +89,20 @@ def test_frames_before_the_learning_span_are_masked_too():
     masks = np.concatenate([b.masks for b in blocks])
     assert np.array_equal(masks[30:130], bpvideo.separate(frames[30:130]).masks)
     assert f_measure(masks, truth) > 0.9
+
+
+@pytest.mark.parametrize("ghost_seconds", [1.0, 0.0])
+def test_what_stood_through_the_learning_span_leaves_no_ghost(ghost_seconds, monkeypatch):
+    monkeypatch.setattr("bpvideo.pipeline.live.GHOST_SECONDS", ghost_seconds)
+    frames, truth = street_frames(n=400, w=96, h=72)
+    box = np.zeros(frames.shape[1:3], bool)
+    box[8:24, 60:88] = True
+    frames[:110, 8:24, 60:88] = 30  # a dark box stands through the learning frames, then goes
+    live = bpvideo.LiveSeparator(fps=FPS).fit(frames[:100])
+    masks = live.apply(frames[100:])
+    false = (masks & ~truth[100:])[:, box].mean(axis=1)  # the box's place, per frame
+    assert false[20] > 0.5  # the background revealed differs from the model at first
+    if ghost_seconds:
+        assert false[-100:].max() < 0.05  # judged a ghost, taken in long before absorb
+    else:
+        assert false[-100:].min() > 0.5  # without the ghost test: foreground until absorb

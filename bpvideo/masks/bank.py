@@ -1,0 +1,129 @@
+"""Background appearances kept up to date as frames come (a live stream).
+
+A batch window draws its appearances from frames on both sides of every tested frame
+(:mod:`bpvideo.masks.appearances`). A live stream has only the past, and the frames of
+the last seconds are near every new frame: drawn as a window draws them, something that
+lingers would explain itself. So a live stream keeps a **bank** of samples per pixel,
+started from the learning window's appearances and then refreshed *conservatively*, as
+ViBe refreshes its samples: after each frame is masked, a random share
+(``1 / every``) of the pixels its mask calls background, away from its foreground, each
+overwrite one of their samples chosen at random. Foreground never enters the bank; a
+change the background model takes in (a parked car absorbed by the re-solves, light)
+enters it as the masks call it background. The bank's samples live about
+``K * every`` frames (a sample survives each write with odds ``1 - 1/K``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from bpvideo.masks.appearances import MARGIN, Appearances, _envelopes
+
+__all__ = ["BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
+
+#: Samples per pixel (the learning window's, repeated in turn to fill the bank).
+BANK_SAMPLES = 12
+
+#: A background pixel of a masked frame overwrites one of its samples with odds
+#: ``1 / REFRESH_EVERY`` (ViBe's time subsampling factor, 16).
+REFRESH_EVERY = 16
+#: ``times`` of the bank's samples: so far in the past that no frame is near them.
+_LONG_AGO = -(1 << 40)
+
+
+@dataclass
+class SampleBank:
+    """Samples of each pixel's background, refreshed by the masks (module docstring).
+
+    Attributes
+    ----------
+    samples : (C, (H + 2) * (W + 2), K) uint8 ndarray
+        As :attr:`Appearances.samples` (padded; a plane per channel).
+    valid : ((H + 2) * (W + 2), K) bool ndarray
+        Where a sample holds a background appearance.
+    shape : (H, W)
+        Frame size.
+    radius : float
+        Match radius (the global threshold of the masks).
+    every : int
+        A background pixel overwrites a sample with odds ``1 / every``.
+    settle : int
+        Frames a pixel must have been background (away from foreground) before it may
+        overwrite a sample: the holes of a mask inside an object that just came do not
+        enter the bank.
+    quiet : (H, W) int32 ndarray or None
+        Frames each pixel has been background so far.
+    """
+
+    samples: np.ndarray
+    valid: np.ndarray
+    shape: tuple[int, int]
+    radius: float
+    every: int = REFRESH_EVERY
+    settle: int = 0
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+    quiet: np.ndarray | None = None
+
+    @classmethod
+    def start(cls, first: Appearances, size: int | None = None, every: int | None = None,
+              settle: int = 0) -> SampleBank:  # fmt: skip
+        """A bank of ``size`` samples (:data:`BANK_SAMPLES`) per pixel holding the
+        appearances of a learning window (copies, repeated in turn)."""
+        size = BANK_SAMPLES if size is None else size
+        every = REFRESH_EVERY if every is None else every
+        take = np.arange(size) % first.samples.shape[2]
+        return cls(first.samples[:, :, take], first.valid[:, take], first.shape,
+                   first.radius, every, settle)  # fmt: skip
+
+    def appearances(self) -> Appearances:
+        """The bank as :class:`Appearances` to mask new frames with (none excluded)."""
+        C, _, K = self.samples.shape
+        H, W = self.shape
+        own_low, own_high, low, high = _envelopes(
+            self.samples.reshape(C, H + 2, W + 2, K), self.valid.reshape(H + 2, W + 2, K)
+        )
+        times = np.full(K, _LONG_AGO, dtype=np.intp)
+        return Appearances(self.samples, self.valid, times, self.shape, self.radius, 0,
+                           low, high, own_low, own_high)  # fmt: skip
+
+    def refresh(self, frames: np.ndarray, masks: np.ndarray) -> None:
+        """Take in the background of masked frames (in place).
+
+        Parameters
+        ----------
+        frames : (n, H, W, C) or (n, H, W) uint8 ndarray
+            The frames, in the bank's channels.
+        masks : (n, H, W) bool ndarray
+            Their final masks.
+        """
+        H, W = self.shape
+        K = self.samples.shape[2]
+        grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MARGIN + 1,) * 2)
+        if self.quiet is None:
+            self.quiet = np.full((H, W), self.settle, dtype=np.int32)
+        for frame, mask in zip(frames, masks, strict=True):
+            away = cv2.dilate(np.ascontiguousarray(mask).view(np.uint8), grow) == 0
+            self.quiet += 1
+            self.quiet[~away] = 0
+            away &= self.quiet > self.settle
+            pixel = np.flatnonzero(away & (self.rng.random((H, W)) * self.every < 1))
+            at = pixel + (pixel // W) * 2 + W + 3  # in the padded frame
+            slot = self.rng.integers(0, K, len(at))
+            values = frame.reshape(H * W, -1)[pixel]
+            for c in range(self.samples.shape[0]):
+                self.samples[c, at, slot] = values[:, c]
+            self.valid[at, slot] = True
+
+    def take(self, frame: np.ndarray, where: np.ndarray) -> None:
+        """Make ``frame``'s pixels ``where`` (H, W) every sample of theirs (a change taken
+        into the background at once)."""
+        H, W = self.shape
+        pixel = np.flatnonzero(where)
+        at = pixel + (pixel // W) * 2 + W + 3
+        values = frame.reshape(H * W, -1)[pixel]
+        for c in range(self.samples.shape[0]):
+            self.samples[c, at, :] = values[:, c, None]
+        self.valid[at, :] = True
