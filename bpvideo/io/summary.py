@@ -25,10 +25,11 @@ log = logging.getLogger("bpvideo")
 
 #: Shares above which the self-check warns (docs/quality.md, "The self-check"): of the
 #: view with no trusted still frame, of the view moving by itself (with one background
-#: image), of the frames' pixels found foreground.
+#: image), of the frames' pixels found foreground (a crowd: on the dev set and synthetic
+#: classes, the crowds measured 0.30-0.40, every other scene 0.16 at most).
 COVERED_WARN = 0.25
 DYNAMIC_WARN = 0.3
-FOREGROUND_WARN = 0.5
+FOREGROUND_WARN = 0.25
 
 
 def self_check(reports: list[WindowReport], foreground: float, appearances: int) -> dict[str, Any]:
@@ -66,8 +67,9 @@ def self_check(reports: list[WindowReport], foreground: float, appearances: int)
         )
     if foreground > FOREGROUND_WARN:
         warnings.append(
-            f"foreground covers {foreground:.0%} of the frames, more than the defaults are "
-            "made for: give the empty scene with --background-from IMAGE or START:END"
+            f"foreground covers {foreground:.0%} of the frames (a crowd): where people stand "
+            "still for long the background there is a guess and they may be missed; give "
+            "the empty scene with --background-from IMAGE or START:END"
         )
     return {"covered": covered, "dynamic": dynamic, "foreground": foreground,
             "warnings": warnings}  # fmt: skip

@@ -36,6 +36,7 @@ __all__ = [
     "Appearances",
     "build_appearances",
     "draw_appearances",
+    "near_envelopes",
     "sample_times",
 ]
 
@@ -124,7 +125,7 @@ class Appearances:
         candidates: np.ndarray,
         first: int = 0,
         times: np.ndarray | None = None,
-        need: int = MIN_MATCHES,
+        need: int | None = None,
     ) -> np.ndarray:
         """Which candidate pixels no background appearance explains.
 
@@ -138,13 +139,14 @@ class Appearances:
             Window index of ``frames[0]`` (the frames follow one another).
         times : (n,) ndarray, optional
             The window index of each frame instead (frames spread over the window).
-        need : int
-            Matches that explain a pixel.
+        need : int, optional
+            Matches that explain a pixel (:data:`MIN_MATCHES`).
 
         Returns
         -------
         (n, H, W) bool ndarray
         """
+        need = MIN_MATCHES if need is None else need
         H, W = self.shape
         frames = frames.reshape(len(frames), H * W, -1)
         shifts = np.array([dy * (W + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)
@@ -380,12 +382,24 @@ def _envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]
         plane = samples[c]
         low[..., c] = np.where(valid, plane, np.uint8(255)).min(axis=2)
         high[..., c] = np.where(valid, plane, np.uint8(0)).max(axis=2)
+    low, high = low.reshape(-1, C), high.reshape(-1, C)
+    return (low, high, *near_envelopes(low, high, (Hp - 2, Wp - 2)))
+
+
+def near_envelopes(
+    own_low: np.ndarray, own_high: np.ndarray, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:attr:`Appearances.low` and :attr:`~Appearances.high` (over each pixel's 3 x 3
+    neighbourhood) from the padded :attr:`~Appearances.own_low` and
+    :attr:`~Appearances.own_high` of frames of ``shape`` (H, W)."""
+    H, W = shape
+    C = own_low.shape[1]
     square = np.ones((3, 3), dtype=np.uint8)
+    low = own_low.reshape(H + 2, W + 2, C)
+    high = own_high.reshape(H + 2, W + 2, C)
     near_low = cv2.erode(low, square, borderType=cv2.BORDER_CONSTANT, borderValue=255)
     near_high = cv2.dilate(high, square, borderType=cv2.BORDER_CONSTANT, borderValue=0)
     return (
-        low.reshape(-1, C),
-        high.reshape(-1, C),
-        near_low.reshape(Hp, Wp, C)[1:-1, 1:-1].reshape(-1, C),
-        near_high.reshape(Hp, Wp, C)[1:-1, 1:-1].reshape(-1, C),
+        near_low.reshape(H + 2, W + 2, C)[1:-1, 1:-1].reshape(-1, C),
+        near_high.reshape(H + 2, W + 2, C)[1:-1, 1:-1].reshape(-1, C),
     )

@@ -20,16 +20,21 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from bpvideo.masks.appearances import MARGIN, Appearances, _envelopes
+from bpvideo.masks.appearances import MARGIN, Appearances, _envelopes, near_envelopes
 
 __all__ = ["BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
 
-#: Samples per pixel (the learning window's, repeated in turn to fill the bank).
+#: Samples per pixel at most (the learning window's, which its memory budget bounds:
+#: :data:`~bpvideo.masks.appearances.SAMPLE_BYTES`).
 BANK_SAMPLES = 12
 
 #: A background pixel of a masked frame overwrites one of its samples with odds
 #: ``1 / REFRESH_EVERY`` (ViBe's time subsampling factor, 16).
 REFRESH_EVERY = 16
+#: Frames taken in between two exact computations of the samples' envelopes (in
+#: between, a written sample only widens them: a wider envelope tests more pixels, never
+#: fewer, so the masks are the same).
+REBUILD_FRAMES = 64
 #: ``times`` of the bank's samples: so far in the past that no frame is near them.
 _LONG_AGO = -(1 << 40)
 
@@ -56,6 +61,11 @@ class SampleBank:
         enter the bank.
     quiet : (H, W) int32 ndarray or None
         Frames each pixel has been background so far.
+    own_low, own_high : ((H + 2) * (W + 2), C) uint8 ndarray or None
+        Envelopes of each pixel's samples (:class:`Appearances`), at least as wide as
+        the samples; None until first needed.
+    since : int
+        Frames taken in since the envelopes were computed exactly.
     """
 
     samples: np.ndarray
@@ -66,13 +76,16 @@ class SampleBank:
     settle: int = 0
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
     quiet: np.ndarray | None = None
+    own_low: np.ndarray | None = None
+    own_high: np.ndarray | None = None
+    since: int = 0
 
     @classmethod
     def start(cls, first: Appearances, size: int | None = None, every: int | None = None,
               settle: int = 0) -> SampleBank:  # fmt: skip
         """A bank of ``size`` samples (:data:`BANK_SAMPLES`) per pixel holding the
         appearances of a learning window (copies, repeated in turn)."""
-        size = BANK_SAMPLES if size is None else size
+        size = min(BANK_SAMPLES, first.samples.shape[2]) if size is None else size
         every = REFRESH_EVERY if every is None else every
         take = np.arange(size) % first.samples.shape[2]
         return cls(first.samples[:, :, take], first.valid[:, take], first.shape,
@@ -82,12 +95,27 @@ class SampleBank:
         """The bank as :class:`Appearances` to mask new frames with (none excluded)."""
         C, _, K = self.samples.shape
         H, W = self.shape
-        own_low, own_high, low, high = _envelopes(
-            self.samples.reshape(C, H + 2, W + 2, K), self.valid.reshape(H + 2, W + 2, K)
-        )
+        if self.own_low is None or self.own_high is None or self.since >= REBUILD_FRAMES:
+            padded = (H + 2, W + 2)
+            self.own_low, self.own_high, low, high = _envelopes(
+                self.samples.reshape(C, *padded, K), self.valid.reshape(*padded, K)
+            )
+            self.since = 0
+        else:
+            low, high = near_envelopes(self.own_low, self.own_high, self.shape)
         times = np.full(K, _LONG_AGO, dtype=np.intp)
         return Appearances(self.samples, self.valid, times, self.shape, self.radius, 0,
-                           low, high, own_low, own_high)  # fmt: skip
+                           low, high, self.own_low, self.own_high)  # fmt: skip
+
+    def _write(self, at: np.ndarray, slot: np.ndarray | slice, values: np.ndarray) -> None:
+        """Samples ``slot`` of the padded pixels ``at`` take ``values`` ((p, C) uint8)."""
+        for c in range(self.samples.shape[0]):
+            column = values[:, c, None] if isinstance(slot, slice) else values[:, c]
+            self.samples[c, at, slot] = column
+        self.valid[at, slot] = True
+        if self.own_low is not None and self.own_high is not None:
+            self.own_low[at] = np.minimum(self.own_low[at], values)
+            self.own_high[at] = np.maximum(self.own_high[at], values)
 
     def refresh(self, frames: np.ndarray, masks: np.ndarray) -> None:
         """Take in the background of masked frames (in place).
@@ -112,10 +140,8 @@ class SampleBank:
             pixel = np.flatnonzero(away & (self.rng.random((H, W)) * self.every < 1))
             at = pixel + (pixel // W) * 2 + W + 3  # in the padded frame
             slot = self.rng.integers(0, K, len(at))
-            values = frame.reshape(H * W, -1)[pixel]
-            for c in range(self.samples.shape[0]):
-                self.samples[c, at, slot] = values[:, c]
-            self.valid[at, slot] = True
+            self._write(at, slot, frame.reshape(H * W, -1)[pixel])
+            self.since += 1
 
     def take(self, frame: np.ndarray, where: np.ndarray) -> None:
         """Make ``frame``'s pixels ``where`` (H, W) every sample of theirs (a change taken
@@ -123,7 +149,5 @@ class SampleBank:
         H, W = self.shape
         pixel = np.flatnonzero(where)
         at = pixel + (pixel // W) * 2 + W + 3
-        values = frame.reshape(H * W, -1)[pixel]
-        for c in range(self.samples.shape[0]):
-            self.samples[c, at, :] = values[:, c, None]
-        self.valid[at, :] = True
+        self._write(at, slice(None), frame.reshape(H * W, -1)[pixel])
+        self.since += 1

@@ -162,7 +162,8 @@ def _for_new_frames(model: MaskModel | None) -> MaskModel | None:
     and each pixel's spread. Its appearances are not kept: they are the learning
     frames', and for a live stream those are the last seconds, so near every new frame
     that a lingering object would explain itself (measured: live cdnet_office 0.935 ->
-    0.819, cdnet_fall 0.505 -> 0.404 with them; docs/performance.md)."""
+    0.819, cdnet_fall 0.505 -> 0.404 with them; docs/performance.md). A live stream
+    keeps a bank of them instead, refreshed by its masks (:mod:`bpvideo.masks.bank`)."""
     if model is None or model.appearances is None:
         return model
     return replace(model, appearances=None)

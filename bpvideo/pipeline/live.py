@@ -14,8 +14,10 @@ same options) and the new model is swapped in at the next batch. Light that drif
 followed twice: at once by the robust fit of each frame (a change of gain is in the
 subspace), and by each re-solve. A lasting change (a parked car) becomes background once
 it fills enough of the ring for best pair to take it as low-rank: the measured rate is in
-docs/method.md ("Live streams"). Memory is the ring and one batch, whatever the length of
-the stream.
+docs/method.md ("Live streams"). Pixels beyond the model's threshold are judged by a bank
+of background samples refreshed by the masks (:mod:`bpvideo.masks.bank`), and regions
+that are the background revealed (ghosts: :mod:`bpvideo.masks.ghosts`) are taken in at
+once. Memory is the ring, the bank and one batch, whatever the length of the stream.
 """
 
 from __future__ import annotations

@@ -108,3 +108,14 @@ def test_self_check_warns_with_the_option_that_helps() -> None:
     assert kept["warnings"] == []
     unmeasured = self_check([_window(None, None)], 0.1, appearances=24)
     assert unmeasured["covered"] is None and unmeasured["warnings"] == []
+
+
+def test_a_crowd_is_flagged_and_a_street_is_not() -> None:
+    from bpvideo.synthetic.hard import make_hard_scene
+    from tests.conftest import street_frames
+
+    crowd = make_hard_scene("cover30")  # the benchmark's scene: 30 % of the view
+    warnings = bpvideo.separate(crowd.frames).report.masks["self_check"]["warnings"]
+    assert any("a crowd" in w and "--background-from" in w for w in warnings)
+    street, _ = street_frames(n=100, w=96, h=72)
+    assert bpvideo.separate(street).report.masks["self_check"]["warnings"] == []

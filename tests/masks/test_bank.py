@@ -93,3 +93,22 @@ def test_small_regions_are_not_judged():
     speck = np.zeros((60, 80), dtype=bool)
     speck[20:24, 25:29] = True  # 16 pixels
     assert not ghosts(plain, boxed, speck).any()
+
+
+def test_envelopes_kept_between_rebuilds_give_the_same_masks():
+    rng = np.random.default_rng(1)
+    frames = rng.integers(0, 256, (6, 20, 30, 3), dtype=np.uint8)
+    first = build_appearances(frames, np.zeros((6, 20, 30), bool), np.arange(6) * 10, 100, 12.0)
+    kept, exact = SampleBank.start(first, every=2), SampleBank.start(first, every=2)
+    kept.appearances()  # envelopes computed once, then widened as samples are written
+    tested = rng.integers(0, 256, (4, 20, 30, 3), dtype=np.uint8)
+    everywhere = np.ones((4, 20, 30), bool)
+    for _ in range(10):
+        new = rng.integers(0, 256, (3, 20, 30, 3), dtype=np.uint8)
+        masks = rng.random((3, 20, 30)) < 0.2
+        kept.refresh(new, masks)
+        exact.refresh(new, masks)
+        exact.own_low = None  # computed again from the samples
+        assert np.array_equal(kept.samples, exact.samples)
+        got = kept.appearances().unexplained(tested, everywhere)
+        assert np.array_equal(got, exact.appearances().unexplained(tested, everywhere))
