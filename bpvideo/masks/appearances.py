@@ -106,6 +106,8 @@ class Appearances:
     own_low, own_high : ((H + 2) * (W + 2), C) uint8 ndarray
         The same over the pixel's own samples (padded as :attr:`samples`): a neighbour
         whose samples all lie further than :attr:`radius` is not looked at.
+    need : int or None
+        Matches that explain a pixel (None: :data:`MIN_MATCHES`).
     """
 
     samples: np.ndarray
@@ -118,6 +120,7 @@ class Appearances:
     high: np.ndarray
     own_low: np.ndarray
     own_high: np.ndarray
+    need: int | None = None
 
     def unexplained(
         self,
@@ -140,13 +143,13 @@ class Appearances:
         times : (n,) ndarray, optional
             The window index of each frame instead (frames spread over the window).
         need : int, optional
-            Matches that explain a pixel (:data:`MIN_MATCHES`).
+            Matches that explain a pixel (:attr:`need`, or :data:`MIN_MATCHES`).
 
         Returns
         -------
         (n, H, W) bool ndarray
         """
-        need = MIN_MATCHES if need is None else need
+        need = need or self.need or MIN_MATCHES
         H, W = self.shape
         frames = frames.reshape(len(frames), H * W, -1)
         shifts = np.array([dy * (W + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)

@@ -22,12 +22,14 @@ import numpy as np
 
 from bpvideo.masks.appearances import MARGIN, Appearances, _envelopes, near_envelopes
 
-__all__ = ["BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
+__all__ = ["BANK_MATCHES", "BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
 
 #: Samples per pixel at most (the learning window's, which its memory budget bounds:
 #: :data:`~bpvideo.masks.appearances.SAMPLE_BYTES`).
 BANK_SAMPLES = 12
 
+#: Samples of the neighbourhood that must agree with a pixel for it to be background.
+BANK_MATCHES = 5
 #: A background pixel of a masked frame overwrites one of its samples with odds
 #: ``1 / REFRESH_EVERY`` (ViBe's time subsampling factor, 16).
 REFRESH_EVERY = 16
@@ -105,7 +107,7 @@ class SampleBank:
             low, high = near_envelopes(self.own_low, self.own_high, self.shape)
         times = np.full(K, _LONG_AGO, dtype=np.intp)
         return Appearances(self.samples, self.valid, times, self.shape, self.radius, 0,
-                           low, high, self.own_low, self.own_high)  # fmt: skip
+                           low, high, self.own_low, self.own_high, BANK_MATCHES)  # fmt: skip
 
     def _write(self, at: np.ndarray, slot: np.ndarray | slice, values: np.ndarray) -> None:
         """Samples ``slot`` of the padded pixels ``at`` take ``values`` ((p, C) uint8)."""
