@@ -38,6 +38,7 @@ __all__ = [
     "draw_appearances",
     "near_envelopes",
     "sample_times",
+    "use_compiled",
 ]
 
 #: Samples of the neighbourhood that must agree with a pixel for it to be background.
@@ -236,6 +237,13 @@ def _within(
 
 
 _KERNEL: list = []
+
+
+def use_compiled() -> bool:
+    """Load the compiled kernel now, so that every match from here on uses it (a live
+    stream's batches are too small to reach :data:`COMPILED_FROM`, and there are many);
+    whether it is there (numba installed)."""
+    return _compiled() is not None
 
 
 def _compiled():

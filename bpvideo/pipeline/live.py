@@ -37,6 +37,7 @@ from bpvideo.errors import InputError
 from bpvideo.io.arrays import open_frames
 from bpvideo.io.video import video_from_frames
 from bpvideo.masks import MaskModel
+from bpvideo.masks.appearances import use_compiled
 from bpvideo.masks.bank import SampleBank
 from bpvideo.masks.ghosts import ghosts
 from bpvideo.pipeline.finish import Solution, finish, window_info
@@ -135,6 +136,8 @@ class OnlineBackground:
         keep = first is not None and SAMPLE_BANK
         settle = round(SETTLE_SECONDS * fps)
         self.bank = SampleBank.start(first, settle=settle) if keep else None
+        if self.bank is not None:
+            use_compiled()  # loaded once for the stream (its memory at once, not mid-run)
         self.stride = max(1, round(RING_SECONDS * fps / RING_FRAMES))
         self.absorb_frames = round(absorb * fps) if absorb > 0 else None
         self.ring: collections.deque[np.ndarray] = collections.deque(maxlen=RING_FRAMES)

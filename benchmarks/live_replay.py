@@ -1,0 +1,132 @@
+"""Choose the live model's constants: each candidate replays the dev sequences in process
+as a live stream, and is judged by its worst live / batch ratio, leaving one sequence out.
+
+The replay is ``bpvideo.pipeline.live.iter_live_blocks`` on the frames as read, in
+batches of 8, learning on the first 4 s (100 frames at 25 fps) as ``--live`` does: the
+same masks as a real stream but for the moment each re-solve is swapped in, and no
+network or decoder in the way (``bench_live.py quality`` measures the real thing).
+
+Candidates are as ``select_defaults.py``'s: ``"NAME KEY=VALUE ..."``, dotted keys naming
+module constants (``masks.bank.BANK_MATCHES=5``). The rule: sort each candidate's
+live / batch ratios from the worst; the better candidate has the higher worst ratio, ties
+(within :data:`TIE`) being decided by the next worst, and so on.
+
+Example::
+
+    python benchmarks/live_replay.py --candidate "k3 masks.bank.BANK_MATCHES=3" \\
+        --candidate "k5 masks.bank.BANK_MATCHES=5" --json live_scores.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _sequences import DATA, Sequence, discover, run_bpvideo
+from select_defaults import constants, parse_candidate
+
+from bpvideo.api import settings_of
+from bpvideo.pipeline.live import iter_live_blocks
+
+log = logging.getLogger("live_replay")
+FPS = 25.0
+#: Ratios closer than this are a tie (the next worst decides).
+TIE = 0.01
+
+
+def replay(seq: Sequence, options: dict) -> float:
+    """F-measure of ``seq`` replayed as a live stream with ``options`` (dotted: constants)."""
+    settings = settings_of({k: v for k, v in options.items() if "." not in k}, arrays=True)
+    frames = list(enumerate(seq.frames))
+    batches = (frames[i : i + 8] for i in range(0, len(frames), 8))
+    masks: dict[int, np.ndarray] = {}
+    consts = {k: v for k, v in options.items() if "." in k}
+    with constants(consts), threadpool_limits(limits=1, user_api="blas"):
+        for block in iter_live_blocks(batches, settings, fps=FPS, name=seq.name,
+                                      learn=(0, round(4 * FPS))):  # fmt: skip
+            masks.update(zip(block.numbers, block.masks, strict=True))
+    return seq.score(np.stack([masks[i] for i in range(len(frames))]))["f_measure"]
+
+
+def better(a: list[float], b: list[float]) -> bool:
+    """Whether ratios ``a`` beat ``b`` by the rule (module docstring)."""
+    for x, y in zip(sorted(a), sorted(b), strict=True):
+        if abs(x - y) > TIE:
+            return x > y
+    return False
+
+
+def choose(ratios: dict[str, dict[str, float]], sequences: list[str]) -> str:
+    """The best candidate on ``sequences`` (the first listed wins a full tie)."""
+    best = None
+    for cand, per in ratios.items():
+        if best is None or better([per[s] for s in sequences],
+                                  [ratios[best][s] for s in sequences]):  # fmt: skip
+            best = cand
+    assert best is not None
+    return best
+
+
+def report(scores: dict[str, dict[str, float]], batch: dict[str, float]) -> str:
+    """Markdown: every candidate's F, the choice on all, and leave one out."""
+    sequences = list(batch)
+    ratios = {c: {s: per[s] / batch[s] for s in sequences} for c, per in scores.items()}
+    short = [s.split("_", 1)[-1] for s in sequences]
+    lines = ["| candidate | " + " | ".join(short) + " | worst ratios |",
+             "|---|" + "---|" * (len(sequences) + 1),
+             "| batch | " + " | ".join(f"{batch[s]:.3f}" for s in sequences) + " | |"]  # fmt: skip
+    for cand, per in scores.items():
+        worst = ", ".join(f"{r:.3f}" for r in sorted(ratios[cand].values())[:3])
+        lines.append(f"| {cand} | " + " | ".join(f"{per[s]:.3f}" for s in sequences)
+                     + f" | {worst} |")  # fmt: skip
+    lines += [
+        "",
+        f"Chosen on all: {choose(ratios, sequences)}",
+        "",
+        "| left out | chosen on the others | its ratio | its F |",
+        "|---|---|---|---|",
+    ]
+    held = []
+    for s in sequences:
+        cand = choose(ratios, [x for x in sequences if x != s])
+        held.append(ratios[cand][s])
+        lines.append(f"| {s} | {cand} | {ratios[cand][s]:.3f} | {scores[cand][s]:.3f} |")
+    lines.append(f"| **mean** | | {np.mean(held):.3f} | |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--sequences", nargs="+", help="default: every one with ground truth")
+    parser.add_argument("--candidate", action="append", default=[], metavar="'NAME K=V ...'")
+    parser.add_argument("--json", type=Path, help="scores file (read, then updated)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    candidates = dict(parse_candidate(c) for c in ["defaults", *args.candidate])
+    saved = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
+    scores, batch = saved.get("scores", {}), saved.get("batch", {})
+    for name in args.sequences or discover(args.data):
+        seq = Sequence.load(name, args.data)
+        if name not in batch:
+            batch[name] = run_bpvideo(seq, {})["f_measure"]
+        for cand, options in candidates.items():
+            if name not in scores.get(cand, {}):
+                scores.setdefault(cand, {})[name] = replay(seq, options)
+                log.info("%s %s: F %.3f", name, cand, scores[cand][name])
+                if args.json:
+                    args.json.write_text(json.dumps({"scores": scores, "batch": batch}))
+    scores = {c: scores[c] for c in candidates}
+    print(report(scores, batch))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
