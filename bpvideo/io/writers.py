@@ -326,8 +326,27 @@ class VideoStream:
         try:
             self._worker.put(frame)
         except BaseException as exc:
+            # a pipe that broke because ffmpeg was stopped by a signal is that signal, not
+            # a full disk: ffmpeg's status tells (asked before abort() kills it)
+            stopped = self._stop_signal(wait=1.0) if isinstance(exc, OSError) else None
             self.abort()
+            if stopped is not None:
+                raise Terminated(stopped) from None
             raise self._failure(exc) from None
+
+    def _stop_signal(self, wait: float | None) -> int | None:
+        """The signal that ended ffmpeg (killed by it, or status 255: ffmpeg caught it and
+        ended, "Exiting normally, received signal"), waiting up to ``wait`` seconds (None:
+        as long as it takes) for it to end; None when it ended otherwise or runs on."""
+        if self._proc is None:
+            return None
+        try:
+            code = self._proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            return None
+        if code == FFMPEG_SIGNALLED:
+            return signal.SIGTERM
+        return -code if code < 0 and -code in STOP_SIGNALS else None
 
     def end(self) -> None:
         """No more frames: ffmpeg finishes the file (its last frames, the index) once the
@@ -349,13 +368,12 @@ class VideoStream:
         error = self._worker.finish()  # its last act closes ffmpeg's input
         # self._proc stays set until ffmpeg has ended: a signal that stops the wait leaves
         # abort() an encoder to kill (not one that writes on into a removed folder)
-        code = self._proc.wait()
+        stopped = self._stop_signal(wait=None)  # stopped by a signal, not by the disk
+        code = self._proc.returncode
         self._proc = None
         try:
-            # stopped by a signal, not by the disk: killed by it, or (status 255) ffmpeg
-            # caught it and ended ("Exiting normally, received signal")
-            if code == FFMPEG_SIGNALLED or (code < 0 and -code in STOP_SIGNALS):
-                raise Terminated(-code if code < 0 else signal.SIGTERM)
+            if stopped is not None:
+                raise Terminated(stopped)
             if error is not None or code != 0:
                 raise self._failure(error or f"exit status {code}")
         finally:

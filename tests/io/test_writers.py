@@ -151,3 +151,21 @@ def test_raw_masks_to_a_named_pipe(tmp_path: Path) -> None:
         for _ in range(100):
             sink.write(masks)
     reader.wait(timeout=10)
+
+
+def test_an_encoder_stopped_by_a_signal_mid_write_is_that_signal(tmp_path: Path) -> None:
+    """ffmpeg stopped by SIGTERM while frames are still being written: the broken pipe
+    comes first, and the writer still reports the signal (a stop), not a full disk."""
+    import signal
+
+    from bpvideo.errors import Terminated
+
+    stream = VideoStream(tmp_path / "clip.mp4", 25.0)
+    frame = np.zeros((64, 64, 3), dtype=np.uint8)
+    stream.write([frame])
+    stream._proc.send_signal(signal.SIGTERM)
+    stream._proc.wait(10)
+    with pytest.raises(Terminated) as stop:
+        for _ in range(10_000):  # until the queue meets the broken pipe
+            stream.write([frame])
+    assert stop.value.signum == signal.SIGTERM
