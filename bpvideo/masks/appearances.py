@@ -36,7 +36,9 @@ __all__ = [
     "Appearances",
     "build_appearances",
     "draw_appearances",
+    "envelopes",
     "near_envelopes",
+    "padded_index",
     "sample_times",
     "use_compiled",
 ]
@@ -166,7 +168,7 @@ class Appearances:
         when = index // (H * W)
         when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
         pixel = index % (H * W)
-        at = pixel + (pixel // W) * 2 + W + 3  # the same pixel, in the padded frame
+        at = padded_index(pixel, W)
         kernel = _compiled() if len(index) >= COMPILED_FROM or _KERNEL else None
         if kernel is not None:
             left = kernel(self, value, at, when, shifts, need)
@@ -223,6 +225,12 @@ class Appearances:
             if not len(left):
                 break
         return left
+
+
+def padded_index(pixel: np.ndarray, width: int) -> np.ndarray:
+    """Indices in the padded frame (a border of one pixel, as :attr:`Appearances.samples`)
+    of the flat indices ``pixel`` of frames ``width`` pixels wide."""
+    return pixel + (pixel // width) * 2 + width + 3
 
 
 def _within(
@@ -366,7 +374,7 @@ def build_appearances(
         fg = np.ascontiguousarray(foreground[k]).view(np.uint8)
         grown = cv2.morphologyEx(fg, cv2.MORPH_OPEN, speck) if SPECKLE else fg
         valid[1:-1, 1:-1, k] = cv2.dilate(grown, grow) == 0
-    own_low, own_high, low, high = _envelopes(samples, valid)
+    own_low, own_high, low, high = envelopes(samples, valid)
     return Appearances(
         samples.reshape(C, -1, K),
         valid.reshape(-1, K),
@@ -381,7 +389,7 @@ def build_appearances(
     )
 
 
-def _envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
+def envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
     """:attr:`Appearances.own_low`, :attr:`~Appearances.own_high`,
     :attr:`~Appearances.low` and :attr:`~Appearances.high` of padded samples
     ``(C, H + 2, W + 2, K)`` and their validity ``(H + 2, W + 2, K)`` (255 and 0 where no

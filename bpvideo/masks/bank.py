@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from bpvideo.masks.appearances import MARGIN, Appearances, _envelopes, near_envelopes
+from bpvideo.masks.appearances import (
+    MARGIN,
+    Appearances,
+    envelopes,
+    near_envelopes,
+    padded_index,
+)
 
 __all__ = ["BANK_MATCHES", "BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
 
@@ -54,7 +60,7 @@ class SampleBank:
     shape : (H, W)
         Frame size.
     radius : float
-        Match radius (the global threshold of the masks).
+        Match radius by default (the learning window's global threshold).
     every : int
         A background pixel overwrites a sample with odds ``1 / every``.
     settle : int
@@ -93,20 +99,23 @@ class SampleBank:
         return cls(first.samples[:, :, take], first.valid[:, take], first.shape,
                    first.radius, every, settle)  # fmt: skip
 
-    def appearances(self) -> Appearances:
-        """The bank as :class:`Appearances` to mask new frames with (none excluded)."""
+    def appearances(self, radius: float | None = None) -> Appearances:
+        """The bank as :class:`Appearances` to mask new frames with (none excluded),
+        matching within ``radius`` (the current model's threshold; :attr:`radius` when
+        None)."""
         C, _, K = self.samples.shape
         H, W = self.shape
         if self.own_low is None or self.own_high is None or self.since >= REBUILD_FRAMES:
             padded = (H + 2, W + 2)
-            self.own_low, self.own_high, low, high = _envelopes(
+            self.own_low, self.own_high, low, high = envelopes(
                 self.samples.reshape(C, *padded, K), self.valid.reshape(*padded, K)
             )
             self.since = 0
         else:
             low, high = near_envelopes(self.own_low, self.own_high, self.shape)
         times = np.full(K, _LONG_AGO, dtype=np.intp)
-        return Appearances(self.samples, self.valid, times, self.shape, self.radius, 0,
+        radius = self.radius if radius is None else radius
+        return Appearances(self.samples, self.valid, times, self.shape, radius, 0,
                            low, high, self.own_low, self.own_high, BANK_MATCHES)  # fmt: skip
 
     def _write(self, at: np.ndarray, slot: np.ndarray | slice, values: np.ndarray) -> None:
@@ -140,7 +149,7 @@ class SampleBank:
             self.quiet[~away] = 0
             away &= self.quiet > self.settle
             pixel = np.flatnonzero(away & (self.rng.random((H, W)) * self.every < 1))
-            at = pixel + (pixel // W) * 2 + W + 3  # in the padded frame
+            at = padded_index(pixel, W)
             slot = self.rng.integers(0, K, len(at))
             self._write(at, slot, frame.reshape(H * W, -1)[pixel])
             self.since += 1
@@ -150,6 +159,6 @@ class SampleBank:
         into the background at once)."""
         H, W = self.shape
         pixel = np.flatnonzero(where)
-        at = pixel + (pixel // W) * 2 + W + 3
+        at = padded_index(pixel, W)
         self._write(at, slice(None), frame.reshape(H * W, -1)[pixel])
         self.since += 1

@@ -207,14 +207,19 @@ class OnlineBackground:
             return cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
         return frame
 
+    def _as_sampled(self, frame: np.ndarray) -> np.ndarray:
+        """A BGR frame as the bank holds its samples: BGR (as a window draws them when its
+        frames are at hand), or the solve's channels."""
+        assert self.bank is not None
+        return frame if self.bank.samples.shape[0] == 3 else self._channels(frame)
+
     def mask_model(self, learned: LearnedBackground) -> MaskModel | None:
         """The thresholds to mask new frames with: ``learned``'s, judged by the bank's
         appearances when there is one."""
         model = learned.model
         if self.bank is None or model is None:
             return model
-        self.bank.radius = model.threshold
-        return dataclasses.replace(model, appearances=self.bank.appearances())
+        return dataclasses.replace(model, appearances=self.bank.appearances(model.threshold))
 
     def offer(
         self, frames: Iterable[np.ndarray], masks: np.ndarray, backgrounds: np.ndarray
@@ -227,12 +232,9 @@ class OnlineBackground:
         for frame, mask, background in zip(frames, masks, backgrounds, strict=True):
             taken = self._keep(frame, mask, background)
             if taken is not None and self.bank is not None:
-                self.bank.take(frame if self.bank.samples.shape[0] == 3 else
-                               self._channels(frame), taken)  # fmt: skip
+                self.bank.take(self._as_sampled(frame), taken)
         if self.bank is not None:
-            colour = self.bank.samples.shape[0] == 3  # BGR samples, as a window draws them
-            self.bank.refresh(np.stack([f if colour else self._channels(f) for f in frames]),
-                              masks)  # fmt: skip
+            self.bank.refresh(np.stack([self._as_sampled(f) for f in frames]), masks)
         if self.fresh >= 2 * REFRESH_FRAMES:
             # frames come faster than the ring is solved (a stream read faster than real
             # time): wait, so that the model keeps up in stream time
