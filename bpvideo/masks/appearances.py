@@ -27,12 +27,14 @@ import cv2
 import numpy as np
 
 __all__ = [
+    "BLINK",
     "DOUBT_K",
     "DOUBT_OPEN",
     "EXCLUDE",
     "MARGIN",
     "MIN_MATCHES",
     "SAMPLE_BYTES",
+    "WITH_FOREGROUND",
     "Appearances",
     "build_appearances",
     "draw_appearances",
@@ -70,6 +72,16 @@ FEWEST = 12
 #: again (:func:`draw_appearances`).
 DOUBT_K = 2.0
 DOUBT_OPEN = 1
+#: Whether a doubtful pixel's blob includes the foreground it touches (an object's fringe
+#: within the limit is judged with the object; chosen by leave-one-sequence-out,
+#: docs/quality.md).
+WITH_FOREGROUND = True
+#: A pixel *blinks* when, from one sampled frame to the next, it switches between beyond
+#: its limit and within it at least this share of the time (None: never): leaves and
+#: water that sway in and out of ``L``'s reach, not an object, which comes and goes once.
+#: Its sampled pixels beyond the limit are then doubtful, not foreground
+#: (:func:`draw_appearances`; chosen by leave-one-sequence-out, docs/quality.md).
+BLINK: float | None = 0.6
 #: Fewest samples worth keeping (below, the one-image background is used).
 MIN_SAMPLES = 6
 #: Pixels of a block of frames left to match one by one (within their neighbourhood's
@@ -296,9 +308,11 @@ def draw_appearances(
     """The :class:`Appearances` of a window: its sampled frames, less what is foreground
     in them.
 
-    A sampled pixel beyond its own limit is foreground (the one-image model's answer). One
-    far from ``L`` but within its limit (where the background moves, the limit is wide) is
-    doubtful: a canoe on rippling water, a person behind a swaying branch. It is
+    A sampled pixel beyond its own limit is foreground (the one-image model's answer),
+    unless the pixel blinks (:data:`BLINK`: leaves whose sway carries them beyond ``L``'s
+    reach in one sample and back in the next). One far from ``L`` but within its limit
+    (where the background moves, the limit is wide), or beyond it where the pixel blinks,
+    is doubtful: a canoe on rippling water, a person behind a swaying branch. It is
     foreground when it is part of a solid blob of doubtful pixels and the appearances of
     the window's *other* samples do not explain it (:meth:`Appearances.unexplained` at
     its own time): leaves and water show their appearances again, an object that passes
@@ -321,17 +335,40 @@ def draw_appearances(
     -------
     Appearances
     """
+    blinking = blinks(beyond)
+    blob = doubtful | beyond if WITH_FOREGROUND else doubtful
+    if blinking.any():
+        doubtful = doubtful | (beyond & blinking)
+        beyond = beyond & ~blinking
     first = build_appearances(frames, beyond, times, n_frames, radius)
     disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * DOUBT_OPEN + 1,) * 2)
     solid = np.empty_like(doubtful)
     for k in range(len(doubtful)):
-        opened = cv2.morphologyEx(doubtful[k].view(np.uint8), cv2.MORPH_OPEN, disk)
-        solid[k] = opened.view(bool)
+        opened = cv2.morphologyEx(blob[k].view(np.uint8), cv2.MORPH_OPEN, disk)
+        solid[k] = opened.view(bool) & doubtful[k]
     if not solid.any():
         return first
     foreground = beyond | first.unexplained(frames, solid, times=times)
     del first  # not held while the second is built
     return build_appearances(frames, foreground, times, n_frames, radius)
+
+
+def blinks(beyond: np.ndarray) -> np.ndarray:
+    """Pixels that blink across the sampled frames (:data:`BLINK`).
+
+    Parameters
+    ----------
+    beyond : (K, H, W) bool ndarray
+        The sampled frames' pixels beyond their limit, in time order.
+
+    Returns
+    -------
+    (H, W) bool ndarray
+    """
+    if BLINK is None or len(beyond) < 2:
+        return np.zeros(beyond.shape[1:], dtype=bool)
+    switches = np.count_nonzero(beyond[1:] != beyond[:-1], axis=0)
+    return switches >= BLINK * (len(beyond) - 1)
 
 
 def build_appearances(

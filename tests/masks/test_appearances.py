@@ -176,3 +176,51 @@ def test_a_doubtful_blob_the_other_samples_never_show_is_refused():
     assert np.array_equal(drawn.unexplained(tested, square, first=150), square)
     assert drawn.valid.reshape(14, 14, 20)[11, 11, 9]  # the speckle
     assert not drawn.valid.reshape(14, 14, 20)[6, 6, 5]  # the square
+
+
+def test_blinking_pixels_switch_often_an_object_once():
+    beyond = np.zeros((12, 2, 2), dtype=bool)
+    beyond[1::2, 0, 0] = True  # every other sample: 11 switches of 11
+    beyond[4:8, 0, 1] = True  # an object for four samples: 2 switches
+    beyond[::3, 1, 0] = True  # every third: 7 switches
+    blinking = ap.blinks(beyond)
+    assert blinking.tolist() == [[True, False], [True, False]]
+    assert not ap.blinks(beyond[:1]).any()
+
+
+def test_leaves_that_blink_beyond_the_limit_stay_samples_an_object_does_not(monkeypatch):
+    # 20 samples (every 10th frame of 200) of a 12 x 12 grey 100 background; a patch of
+    # leaves shows 170 (beyond the limit) in every other sample, an object (40) stands
+    # in samples 8 to 11. The leaves recur, so their samples are kept; the object's are
+    # not. Without the blinking rule both are refused.
+    frames = np.full((20, 12, 12), 100, dtype=np.uint8)
+    frames[1::2, 2:6, 2:6] = 170
+    frames[8:12, 7:11, 7:11] = 40
+    beyond = frames != 100
+    doubtful = np.zeros(frames.shape, dtype=bool)
+    times = np.arange(20) * 10
+    valid = ap.draw_appearances(frames, beyond, doubtful, times, 200, 10.0).valid
+    valid = valid.reshape(14, 14, 20)[1:-1, 1:-1]
+    assert valid[3, 3, 1::2].all() and not valid[8, 8, 8:12].any()
+    monkeypatch.setattr(ap, "BLINK", None)
+    valid = ap.draw_appearances(frames, beyond, doubtful, times, 200, 10.0).valid
+    assert not valid.reshape(14, 14, 20)[4, 4, 1::2].any()
+
+
+def test_an_object_half_beyond_half_doubtful_is_judged_whole(monkeypatch):
+    # an object whose pixels are beyond the limit and far from L within it in a
+    # checkerboard: neither part is solid alone (speckle), together they are a solid
+    # square that no other sample shows: refused. Judged apart, it becomes a sample.
+    frames = np.full((20, 12, 12), 100, dtype=np.uint8)
+    frames[5, 3:9, 3:9] = 160
+    board = (np.add.outer(np.arange(12), np.arange(12)) % 2).astype(bool)
+    beyond = np.zeros(frames.shape, dtype=bool)
+    doubtful = np.zeros(frames.shape, dtype=bool)
+    beyond[5, 3:9, 3:9] = board[3:9, 3:9]
+    doubtful[5, 3:9, 3:9] = ~board[3:9, 3:9]
+    times = np.arange(20) * 10
+    valid = ap.draw_appearances(frames, beyond, doubtful, times, 200, 10.0).valid
+    assert not valid.reshape(14, 14, 20)[4:10, 4:10, 5].any()
+    monkeypatch.setattr(ap, "WITH_FOREGROUND", False)
+    valid = ap.draw_appearances(frames, beyond, doubtful, times, 200, 10.0).valid
+    assert valid.reshape(14, 14, 20)[4:10, 4:10, 5].any()

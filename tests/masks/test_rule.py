@@ -39,9 +39,13 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     ("size", "box"),  # a few tiles around `where`; many tiles: one box around them
     [((60, 80), (10, 30, 20, 50)), ((300, 400), (10, 30, 20, 50)), ((300, 400), (40, 290, 7, 333))],
 )
-def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box):
+def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box, monkeypatch):
+    # pixel by pixel (without the reach to soft edges, which looks at the pixels asked
+    # about only)
+    from bpvideo.masks import shadows
     from bpvideo.masks.shadows import chromaticity, shadow_pixels
 
+    monkeypatch.setattr(shadows, "REACH", 0)
     rng = np.random.default_rng(5)
     frame = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
     grey = frame.astype(np.float32).mean(axis=2)
@@ -55,6 +59,46 @@ def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box):
     np.testing.assert_array_equal(
         shadow_pixels(grey, background, frame, shade, where), whole & where
     )
+
+
+def _road_with_shadow_and_car(rng: np.random.Generator):
+    """A smooth road (grain below the noise), a cast shadow with a 2-pixel soft edge and
+    a grey car as dark as the shadow and of the road's colour, its body a fine pattern
+    of darker and lighter patches (returned: frame, road, road colour, the shadow's depth
+    from 0 to 1, the car's pixels)."""
+    h, w = 120, 200
+    colour = np.array([118.0, 122.0, 126.0])  # BGR of the road
+    road = colour + rng.normal(0.0, 1.0, (h, w, 1))
+    yy, xx = np.mgrid[0:h, 0:w].astype(float)
+    inside = np.clip(np.minimum.reduce([xx - 20, 90 - xx, yy - 30, 90 - yy]) / 2.0, 0, 1)
+    frame = road * (1.0 - 0.5 * inside)[..., None]
+    panels = np.kron(rng.uniform(0.3, 0.7, (24, 18)), np.ones((2, 2)))  # 48 x 36 pixels
+    frame[40:88, 130:166] = colour * panels[..., None]
+    frame = np.clip(frame + rng.normal(0.0, 2.0, frame.shape), 0, 255).astype(np.uint8)
+    car = np.zeros((h, w), dtype=bool)
+    car[40:88, 130:166] = True
+    return frame, road.mean(axis=2).astype(np.float32), colour, inside, car
+
+
+def test_a_soft_shadow_on_a_smooth_road_goes_whole_and_a_grey_car_stays(monkeypatch) -> None:
+    # the texture test alone misses a shadow's soft edge (it steps in the frame, not in
+    # the road): the reach from the solid shadow takes it, and takes nothing of a grey
+    # car whose colour passes the brightness and colour tests
+    from bpvideo.masks import shadows
+
+    frame, background, colour, inside, car = _road_with_shadow_and_car(np.random.default_rng(3))
+    shadow = inside > 0.2  # darker than the road by more than the noise
+    grey = frame.astype(np.float32).mean(axis=2)
+    shade = np.broadcast_to(shadows.chromaticity(colour), frame.shape).astype(np.float32)
+    where = shadow | car
+    found = shadows.shadow_pixels(grey, background, frame, shade, where)
+    monkeypatch.setattr(shadows, "REACH", 0)
+    without = shadows.shadow_pixels(grey, background, frame, shade, where)
+    edge = shadow & (inside < 1.0)
+    assert found[shadow].mean() > 0.95 and found[edge].mean() > 0.7
+    assert without[edge].mean() < 0.1
+    assert found[car].mean() < 0.05
+    assert np.count_nonzero(found & car) == np.count_nonzero(without & car)
 
 
 @pytest.mark.parametrize("radii", [(1, 3), (0, 2), (2, 0), (0, 0)])
@@ -92,9 +136,11 @@ def test_texture_test_agrees_with_exact_statistics(level) -> None:
 
     rng = np.random.default_rng(11)
     h, w = 96, 128
-    # texture from flat to plain (across), the frame's own noise from little to much (down)
-    b = level + rng.normal(0.0, 1.0, (h, w)) * np.geomspace(0.02, 4.0, w)
-    a = 0.7 * b + rng.normal(0.0, 1.0, (h, w)) * np.linspace(0.5, 6.0, h)[:, None]
+    # texture from flat to plain (across), the frame's own noise from little to much
+    # (down), in units of the flat patches' standard deviation
+    unit = shadows.FLAT / 2.0
+    b = level + rng.normal(0.0, 1.0, (h, w)) * np.geomspace(0.02, 4.0, w) * unit
+    a = 0.7 * b + rng.normal(0.0, 1.0, (h, w)) * np.linspace(0.5, 6.0, h)[:, None] * unit
     a, b = a.astype(np.float32), b.astype(np.float32)
     index = np.arange(h * w)
     patches = np.lib.stride_tricks.sliding_window_view(
@@ -104,11 +150,12 @@ def test_texture_test_agrees_with_exact_statistics(level) -> None:
     pa, pb = patches - patches.mean(axis=2, keepdims=True)
     var_a, var_b, cov = (pa * pa).mean(1), (pb * pb).mean(1), (pa * pb).mean(1)
     ncc = cov / np.sqrt(np.maximum(var_a * var_b, 1e-6))
-    exact = (ncc > shadows.TEXTURE) | ((var_a < shadows._FLAT) & (var_b < shadows._FLAT))
-    clear = (np.abs(ncc - shadows.TEXTURE) > 1e-3) & (np.abs(var_a - shadows._FLAT) > 1e-3)
-    clear &= np.abs(var_b - shadows._FLAT) > 1e-3
+    flat = shadows.FLAT**2
+    exact = (ncc > shadows.TEXTURE) | ((var_a < flat) & (var_b < flat))
+    clear = (np.abs(ncc - shadows.TEXTURE) > 1e-3) & (np.abs(var_a - flat) > 1e-3)
+    clear &= np.abs(var_b - flat) > 1e-3
     own = shadows._texture_at(a, b, index)
-    tiles = shadows.same_texture(a, b).reshape(-1)
+    tiles = shadows.same_texture(a, b, flat_below=flat).reshape(-1)
     assert 0.05 < exact.mean() < 0.95
     np.testing.assert_array_equal(own[clear], exact[clear])
     np.testing.assert_array_equal(tiles[clear], exact[clear])
