@@ -35,7 +35,7 @@ __all__ = ["BANK_MATCHES", "BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
 BANK_SAMPLES = 12
 
 #: Samples of the neighbourhood that must agree with a pixel for it to be background.
-BANK_MATCHES = 5
+BANK_MATCHES = 4
 #: A background pixel of a masked frame overwrites one of its samples with odds
 #: ``1 / REFRESH_EVERY`` (ViBe's time subsampling factor, 16).
 REFRESH_EVERY = 16
