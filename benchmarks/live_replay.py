@@ -9,7 +9,7 @@ network or decoder in the way (``bench_live.py quality`` measures the real thing
 Candidates are as ``select_defaults.py``'s: ``"NAME KEY=VALUE ..."``, dotted keys naming
 module constants (``masks.bank.BANK_MATCHES=5``). The rule: sort each candidate's
 live / batch ratios from the worst; the better candidate has the higher worst ratio, ties
-(within :data:`TIE`) being decided by the next worst, and so on.
+(within ``select_defaults.TIE``) being decided by the next worst, and so on.
 
 Example::
 
@@ -30,15 +30,13 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sequences import DATA, Sequence, discover, run_bpvideo
-from select_defaults import constants, parse_candidate
+from select_defaults import choose, constants, parse_candidate
 
 from bpvideo.api import settings_of
 from bpvideo.pipeline.live import iter_live_blocks
 
 log = logging.getLogger("live_replay")
 FPS = 25.0
-#: Ratios closer than this are a tie (the next worst decides).
-TIE = 0.01
 
 
 def replay(seq: Sequence, options: dict) -> float:
@@ -53,25 +51,6 @@ def replay(seq: Sequence, options: dict) -> float:
                                       learn=(0, round(4 * FPS))):  # fmt: skip
             masks.update(zip(block.numbers, block.masks, strict=True))
     return seq.score(np.stack([masks[i] for i in range(len(frames))]))["f_measure"]
-
-
-def better(a: list[float], b: list[float]) -> bool:
-    """Whether ratios ``a`` beat ``b`` by the rule (module docstring)."""
-    for x, y in zip(sorted(a), sorted(b), strict=True):
-        if abs(x - y) > TIE:
-            return x > y
-    return False
-
-
-def choose(ratios: dict[str, dict[str, float]], sequences: list[str]) -> str:
-    """The best candidate on ``sequences`` (the first listed wins a full tie)."""
-    best = None
-    for cand, per in ratios.items():
-        if best is None or better([per[s] for s in sequences],
-                                  [ratios[best][s] for s in sequences]):  # fmt: skip
-            best = cand
-    assert best is not None
-    return best
 
 
 def report(scores: dict[str, dict[str, float]], batch: dict[str, float]) -> str:

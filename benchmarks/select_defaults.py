@@ -4,7 +4,8 @@ Every candidate (a named set of ``separate`` options, or of module constants) is
 through ``bpvideo.separate`` on every sequence with per-frame ground truth in
 ``../shared/data``, and scored (changedetection.net F-measure, :func:`bpvideo.evaluate`).
 Then, for each sequence in turn, the candidate that is best on the *other* sequences
-(by their mean, and by their worst) is scored on the one left out. A default generalises
+(by their mean, and by the rule of worst cases: :func:`better`) is scored on the one left
+out. A default generalises
 when its leave-one-out scores stay close to its in-sample ones; the report gives both,
 and every candidate's worst sequence.
 
@@ -38,6 +39,8 @@ import yaml
 from _sequences import DATA, Sequence, discover, per_frame_truth, run_bpvideo
 
 log = logging.getLogger("select")
+#: Worst cases closer than this are a tie, decided by the next worst (:func:`better`).
+TIE = 0.01
 
 #: The candidates behind today's defaults (docs/quality.md): each changes one default.
 CANDIDATES = {
@@ -100,13 +103,38 @@ def run(candidates: dict[str, dict[str, Any]], sequences: list[str], data: Path,
             save()
 
 
+def better(a: list[float], b: list[float]) -> bool:
+    """Whether scores ``a`` beat ``b`` by the rule of worst cases: sorted from the worst,
+    the first pair further apart than :data:`TIE` decides."""
+    for x, y in zip(sorted(a), sorted(b), strict=True):
+        if abs(x - y) > TIE:
+            return x > y
+    return False
+
+
+def choose(scores: dict[str, dict[str, float]], sequences: list[str]) -> str:
+    """The best candidate on ``sequences`` by :func:`better` (the first listed wins a full
+    tie)."""
+    best = None
+    for cand, per in scores.items():
+        if best is None or better([per[s] for s in sequences],
+                                  [scores[best][s] for s in sequences]):  # fmt: skip
+            best = cand
+    assert best is not None
+    return best
+
+
 def leave_one_out(scores: dict[str, dict[str, float]], sequences: list[str], crit: str):
-    """For each sequence: the candidate best on the others (``crit``: mean or worst)."""
-    agg = np.mean if crit == "mean" else min
+    """For each sequence: the candidate best on the others (``crit``: mean, or worst by
+    :func:`better`; the defaults win a tie)."""
+    first = dict(sorted(scores.items(), key=lambda item: item[0] != "defaults"))
     rows = []
     for held in sequences:
         rest = [s for s in sequences if s != held]
-        best = max(scores, key=lambda c: (agg([scores[c][s] for s in rest]), c == "defaults"))
+        if crit == "mean":
+            best = max(first, key=lambda c: np.mean([first[c][s] for s in rest]))
+        else:
+            best = choose(first, rest)
         rows.append((held, best, scores[best][held]))
     return rows
 
@@ -123,7 +151,8 @@ def report(scores: dict[str, dict[str, float]], sequences: list[str]) -> str:
     for crit in ("mean", "worst"):
         rows = leave_one_out(scores, sequences, crit)
         held = [f for _, _, f in rows]
-        lines += ["", f"Leave one sequence out, choosing by the {crit} of the others:", "",
+        how = "mean" if crit == "mean" else f"worst (ties within {TIE} to the next worst)"
+        lines += ["", f"Leave one sequence out, choosing by the {how} of the others:", "",
                   "| left out | chosen on the others | F left out | F of defaults |",
                   "|---|---|---|---|"]  # fmt: skip
         for seq, best, f in rows:
