@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo.masks.morphology import disk
+
 __all__ = [
     "BLINK",
     "DOUBT_K",
@@ -341,10 +343,10 @@ def draw_appearances(
         doubtful = doubtful | (beyond & blinking)
         beyond = beyond & ~blinking
     first = build_appearances(frames, beyond, times, n_frames, radius)
-    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * DOUBT_OPEN + 1,) * 2)
+    opening = disk(DOUBT_OPEN)
     solid = np.empty_like(doubtful)
     for k in range(len(doubtful)):
-        opened = cv2.morphologyEx(blob[k].view(np.uint8), cv2.MORPH_OPEN, disk)
+        opened = cv2.morphologyEx(blob[k].view(np.uint8), cv2.MORPH_OPEN, opening)
         solid[k] = opened.view(bool) & doubtful[k]
     if not solid.any():
         return first
@@ -403,8 +405,8 @@ def build_appearances(
     # built in place, a plane and a frame at a time: no whole copy of the samples between
     samples = np.zeros((C, H + 2, W + 2, K), dtype=np.uint8)
     valid = np.zeros((H + 2, W + 2, K), dtype=bool)
-    grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MARGIN + 1, 2 * MARGIN + 1))
-    speck = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * SPECKLE + 1, 2 * SPECKLE + 1))
+    grow = disk(MARGIN)
+    speck = disk(SPECKLE)
     for k in range(K):
         for c in range(C):
             samples[c, 1:-1, 1:-1, k] = frames[k, :, :, c]

@@ -27,6 +27,7 @@ from bpvideo.masks.appearances import (
     near_envelopes,
     padded_index,
 )
+from bpvideo.masks.morphology import disk
 
 __all__ = ["BANK_MATCHES", "BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
 
@@ -140,7 +141,7 @@ class SampleBank:
         """
         H, W = self.shape
         K = self.samples.shape[2]
-        grow = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * MARGIN + 1,) * 2)
+        grow = disk(MARGIN)
         if self.quiet is None:
             self.quiet = np.full((H, W), self.settle, dtype=np.int32)
         for frame, mask in zip(frames, masks, strict=True):

@@ -24,6 +24,7 @@ import numpy as np
 
 from bpvideo.errors import InputError
 from bpvideo.masks.appearances import Appearances
+from bpvideo.masks.morphology import disk
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.sample import sample_model
 from bpvideo.masks.shadows import shadow_pixels
@@ -55,10 +56,6 @@ class MaskResult:
     def threshold(self) -> float | None:
         """The global threshold in grey levels (None for the support rule)."""
         return None if self.model is None else self.model.threshold
-
-
-def _disk(radius: int) -> np.ndarray:
-    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
 
 
 def clean_mask(
@@ -112,9 +109,9 @@ def _clean(
 ) -> None:
     """:func:`clean_mask` of the uint8 mask ``m`` into the C-contiguous bool ``out``."""
     if open_radius > 0:
-        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, _disk(open_radius))
+        m = cv2.morphologyEx(m, cv2.MORPH_OPEN, disk(open_radius))
     if close_radius > 0:
-        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, _disk(close_radius))
+        m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, disk(close_radius))
     np.not_equal(m, 0, out=out)
     if min_area > 1 and m.any():
         # labels, then areas by counting the foreground's labels (a few times faster than
@@ -229,11 +226,11 @@ def _drop_speckle(out: np.ndarray, radius: int) -> None:
     lies inside ``A``): so pixels outside the opening of the candidates never reach the
     final masks, whatever the tests between decide, and need no test.
     """
-    disk = _disk(radius)
+    opening = disk(radius)
     for j in range(len(out)):
         mask = out[j].view(np.uint8)
         if mask.any():
-            out[j] &= cv2.morphologyEx(mask, cv2.MORPH_OPEN, disk).view(bool)
+            out[j] &= cv2.morphologyEx(mask, cv2.MORPH_OPEN, opening).view(bool)
 
 
 def _explained_away(

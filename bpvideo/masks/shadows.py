@@ -27,6 +27,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from bpvideo.masks.morphology import disk
+
 __all__ = [
     "CHROMA",
     "DARKEST",
@@ -129,8 +131,8 @@ def _reach_edges(shadow: np.ndarray, index: np.ndarray) -> None:
     the brightness and colour tests) within :data:`REACH` of its solid part (in place)."""
     colour_like = np.zeros(shadow.shape, dtype=bool)
     colour_like.reshape(-1)[index] = True
-    solid = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * SOLID + 1,) * 2)
-    reach = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * REACH + 1,) * 2)
+    solid = disk(SOLID)
+    reach = disk(REACH)
     for j in range(len(shadow)):
         found = shadow[j].view(np.uint8)
         if not found.any():
