@@ -73,15 +73,15 @@ def ghosts(frame: np.ndarray, background: np.ndarray, regions: np.ndarray) -> np
         return out
     frame = np.asarray(frame, dtype=np.float32)
     background = np.asarray(background, dtype=np.float32)
-    band = disk(OUTLINE)
+    ring = disk(OUTLINE)
     pad = OUTLINE + SIDE
     for i in judged:
         x, y, w, h = stats[i, :4]
         y0, y1 = max(0, y - pad), min(regions.shape[0], y + h + pad)
         x0, x1 = max(0, x - pad), min(regions.shape[1], x + w + pad)
         region = (labels[y0:y1, x0:x1] == i).view(np.uint8)
-        inner = region - cv2.erode(region, band, borderValue=1)
-        outer = cv2.dilate(region, band, borderValue=0) - region
+        inner = region - cv2.erode(region, ring, borderValue=1)
+        outer = cv2.dilate(region, ring, borderValue=0) - region
         band = (inner | outer).view(bool)
         crop = (slice(y0, y1), slice(x0, x1))
         of_frame = _steps(frame[crop], inner, outer, band)

@@ -88,6 +88,17 @@ def test_an_object_that_stays_is_not_a_ghost():
     assert not ghosts(boxed, other, region).any()
 
 
+def test_each_of_several_regions_is_judged_on_its_own():
+    """A ghost and an object in one call: each region is judged by its own outline."""
+    plain, boxed, region = _scene()
+    frame, model = plain.copy(), boxed.copy()  # the box left: a ghost
+    frame[5:15, 5:20] = 220  # a new object the model lacks
+    obj = np.zeros_like(region)
+    obj[5:15, 5:20] = True
+    found = ghosts(frame, model, region | obj)
+    assert found[region].all() and not found[obj].any()
+
+
 def test_small_regions_are_not_judged():
     plain, boxed, _ = _scene()
     speck = np.zeros((60, 80), dtype=bool)
