@@ -64,10 +64,15 @@ STILL_FRAMES_FRACTION = 0.1
 #: Fewest still frames per pixel.
 MIN_STILL = 3
 #: Side of the box of the motion score, as a fraction of the smaller frame side at the
-#: solve scale (at least 3 pixels); 0.12 of 60 rows is 7 pixels, 28 at full resolution.
-MOTION_BOX = 0.12
-#: Frames before and after a frame whose motion counts for it.
-MOTION_REACH = 5
+#: solve scale (at least 3 pixels); 0.06 of 60 rows is 4 pixels, 14 at full resolution.
+#: With the frames before and after whose motion counts (``MOTION_REACH``), chosen by
+#: leave-one-sequence-out on the 17 scenes (docs/quality.md, issue 26's third step): a
+#: wide box over a long reach (0.12, 5 frames) always holds someone in a crowd or the
+#: holly of PeopleAndFoliage, so the stillest frames there were the people's (F 0.785
+#: there; 0.865 with a reach of 2, 0.882 with the box of 0.06 as well); a reach of 1
+#: takes a swaying person's still instants for background (synthetic stayer 0.415).
+MOTION_BOX = 0.06
+MOTION_REACH = 2
 #: An entry is consistent with the reference within this many noise levels (as it agrees
 #: with a solved background, :data:`bpvideo.masks.thresholds.AGREE_K`).
 CONSISTENT_K = AGREE_K

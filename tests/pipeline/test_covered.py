@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bpvideo import separate
-from bpvideo.pipeline import covered
+from bpvideo.pipeline import covered, reference
 from bpvideo.pipeline.reference import still_entries
 from bpvideo.synthetic.hard import make_hard_scene
 
@@ -76,11 +76,15 @@ def _f(masks, truth):
 @pytest.mark.slow
 def test_a_boat_on_rippling_water_is_not_taken_as_background(monkeypatch):
     scene = make_hard_scene("ripples")
-    with_it = separate(scene.frames)
-    without = separate(scene.frames, appearances=0).masks  # the one-image model, unguided
+    assert _f(separate(scene.frames).masks, scene.masks) > 0.9
+    # A motion box that always holds ripples, over a long reach (0.12 of the side, 5
+    # frames): the plain hull is then the stillest thing at its pixels. The guide alone
+    # gives the water back.
+    monkeypatch.setattr(reference, "MOTION_BOX", 0.12)
+    monkeypatch.setattr(reference, "MOTION_REACH", 5)
+    guided = separate(scene.frames)
     monkeypatch.setattr(covered, "GUIDED", False)
-    assert np.array_equal(without, separate(scene.frames, appearances=0).masks)
-    assert _f(with_it.masks, scene.masks) > 0.9 > 0.5 > _f(without, scene.masks)
+    unguided = separate(scene.frames).masks
+    assert _f(guided.masks, scene.masks) > 0.9 > 0.5 > _f(unguided, scene.masks)
     # the summary's self-check says how much of the view had no trusted still frame
-    check = with_it.report["masks"]["self_check"]
-    assert 0.01 < check["covered"] < 0.5
+    assert 0.01 < guided.report["masks"]["self_check"]["covered"] < 0.5

@@ -194,3 +194,24 @@ def test_colour_rows_are_read_as_each_pixels_channels_side_by_side() -> None:
     assert np.mean(obs_colour[1::3] != obs_grey) < 1e-3
     assert np.all(obs_colour[0::3] == obs_colour[2::3])
     np.testing.assert_allclose(ref_colour.image[2::3], ref_grey.image, atol=0.05)
+
+
+def test_a_crowd_that_covers_most_of_the_view_leaves_the_ground_as_reference(monkeypatch) -> None:
+    """People standing in place over 70 % of the view: the median frame shows them at
+    most pixels, so the light must not be measured as the median ratio to it (every
+    frame's gain goes false and the reference with it); with the commonest ratio most of
+    the reference is the ground."""
+    from bpvideo.pipeline import light
+    from bpvideo.synthetic.hard import make_hard_scene
+
+    scene = make_hard_scene("cover70", 96, 72, 100)
+    n, h, w, _ = scene.frames.shape
+    data = scene.frames.reshape(n, -1).T.astype(np.float32)
+
+    def ground() -> float:
+        image = observe_background(data, (h, w))[1].image.reshape(h, w, 3)
+        return float((np.abs(image - scene.background).max(axis=-1) < 12).mean())
+
+    found = ground()
+    monkeypatch.setattr(light, "RATIO_START", "median")
+    assert found > 0.55 > 0.3 > ground()
