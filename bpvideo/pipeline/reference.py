@@ -70,7 +70,7 @@ MIN_STILL = 3
 #: wide box over a long reach (0.12, 5 frames) always holds someone in a crowd or the
 #: holly of PeopleAndFoliage, so the stillest frames there were the people's (F 0.785
 #: there; 0.865 with a reach of 2, 0.882 with the box of 0.06 as well); a reach of 1
-#: takes a swaying person's still instants for background (synthetic stayer 0.415).
+#: takes a swaying person's still instants for background (synthetic stayer 0.480).
 MOTION_BOX = 0.06
 MOTION_REACH = 2
 #: An entry is consistent with the reference within this many noise levels (as it agrees
