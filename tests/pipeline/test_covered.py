@@ -83,8 +83,12 @@ def test_a_boat_on_rippling_water_is_not_taken_as_background(monkeypatch):
     monkeypatch.setattr(reference, "MOTION_BOX", 0.12)
     monkeypatch.setattr(reference, "MOTION_REACH", 5)
     guided = separate(scene.frames)
+    one_image = separate(scene.frames, appearances=0).masks
     monkeypatch.setattr(covered, "GUIDED", False)
     unguided = separate(scene.frames).masks
     assert _f(guided.masks, scene.masks) > 0.9 > 0.5 > _f(unguided, scene.masks)
+    # the guide goes with the appearances: the one-image model is never guided
+    assert np.array_equal(one_image, separate(scene.frames, appearances=0).masks)
+    assert _f(one_image, scene.masks) < 0.5
     # the summary's self-check says how much of the view had no trusted still frame
     assert 0.01 < guided.report["masks"]["self_check"]["covered"] < 0.5
