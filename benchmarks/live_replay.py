@@ -11,6 +11,13 @@ module constants (``masks.bank.BANK_MATCHES=5``). The rule: sort each candidate'
 live / batch ratios from the worst; the better candidate has the higher worst ratio, ties
 (within ``select_defaults.TIE``) being decided by the next worst, and so on.
 
+``--bound`` prints, for each sequence with per-frame ground truth, what the best online
+masks could score when what is in front of the background at the stream's start stays in
+place through the first frames: the ground truth itself, with no mask before the first
+frame where less than :data:`STAYS` of the first frame's foreground is still foreground
+(no frame before it shows what is behind). A live run cannot come within 10 % of batch
+where that bound is lower.
+
 Example::
 
     python benchmarks/live_replay.py --candidate "k3 masks.bank.BANK_MATCHES=3" \\
@@ -25,11 +32,12 @@ import logging
 import sys
 from pathlib import Path
 
+import cv2
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _sequences import DATA, Sequence, discover, run_bpvideo
+from _sequences import DATA, Sequence, discover, per_frame_truth, run_bpvideo
 from select_defaults import choose, constants, parse_candidate
 
 from bpvideo.api import settings_of
@@ -37,6 +45,22 @@ from bpvideo.pipeline.live import iter_live_blocks
 
 log = logging.getLogger("live_replay")
 FPS = 25.0
+#: Share of the first frame's foreground still foreground while it "stays" (``--bound``).
+STAYS = 0.95
+
+
+def causal_bound(seq: Sequence) -> tuple[int, float]:
+    """The first frame where the first frame's foreground has moved, and the F of the
+    ground truth with no mask before it (see the module docstring)."""
+    truth = np.stack([cv2.imread(str(seq.groundtruth / f"gt{n:06d}.png"), cv2.IMREAD_GRAYSCALE)
+                      for n in seq.numbers]) == 255  # fmt: skip
+    first = truth[0]
+    moved = next((t for t in range(len(truth))
+                  if np.count_nonzero(truth[t] & first) < STAYS * np.count_nonzero(first)),
+                 len(truth))  # fmt: skip
+    oracle = truth.copy()
+    oracle[:moved] = False
+    return moved, seq.score(oracle)["f_measure"]
 
 
 def replay(seq: Sequence, options: dict) -> float:
@@ -87,8 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sequences", nargs="+", help="default: every one with ground truth")
     parser.add_argument("--candidate", action="append", default=[], metavar="'NAME K=V ...'")
     parser.add_argument("--json", type=Path, help="scores file (read, then updated)")
+    parser.add_argument("--bound", action="store_true", help="the online bound (docstring)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    if args.bound:
+        print("| sequence | first frame moved | bound F | batch F | bound / batch |")
+        print("|---|---|---|---|---|")
+        for name in args.sequences or discover(args.data):
+            if not per_frame_truth(name, args.data):
+                continue
+            seq = Sequence.load(name, args.data)
+            moved, bound = causal_bound(seq)
+            batch = run_bpvideo(seq, {})["f_measure"]
+            print(f"| {name} | {moved} | {bound:.3f} | {batch:.3f} | {bound / batch:.2f} |")
+        return 0
     candidates = dict(parse_candidate(c) for c in ["defaults", *args.candidate])
     saved = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
     scores, batch = saved.get("scores", {}), saved.get("batch", {})

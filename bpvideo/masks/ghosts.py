@@ -19,7 +19,7 @@ import numpy as np
 
 from bpvideo.masks.morphology import disk
 
-__all__ = ["EDGE_RATIO", "OUTLINE", "SMALLEST", "STEP", "ghosts"]
+__all__ = ["BORDER_YOUNG", "EDGE_RATIO", "OUTLINE", "SMALLEST", "STEP", "ghosts"]
 
 #: A point of a region's outline votes "ghost" where the model steps by more than
 #: :data:`STEP` grey levels and the frame by less than this share of that, "object" the
@@ -33,6 +33,12 @@ OUTLINE = 3
 SIDE = 9
 #: Regions smaller than this many pixels are not judged (their outlines are noise).
 SMALLEST = 25
+#: A region is not judged when more than this share of the band around it (outside,
+#: :data:`OUTLINE` wide) is foreground too: the background revealed borders the scene,
+#: where the old part of a person who stands is bordered by the rest of them and its
+#: outline runs through them. Chosen by the live replay's leave-one-out
+#: (docs/performance.md); None: every region is judged.
+BORDER_YOUNG: float | None = 0.65
 
 
 def _steps(image: np.ndarray, inner: np.ndarray, outer: np.ndarray, band: np.ndarray) -> np.ndarray:
@@ -51,7 +57,12 @@ def _steps(image: np.ndarray, inner: np.ndarray, outer: np.ndarray, band: np.nda
     return out
 
 
-def ghosts(frame: np.ndarray, background: np.ndarray, regions: np.ndarray) -> np.ndarray:
+def ghosts(
+    frame: np.ndarray,
+    background: np.ndarray,
+    regions: np.ndarray,
+    foreground: np.ndarray | None = None,
+) -> np.ndarray:
     """The regions of ``regions`` that are ghosts of ``background`` in ``frame``.
 
     Parameters
@@ -60,6 +71,9 @@ def ghosts(frame: np.ndarray, background: np.ndarray, regions: np.ndarray) -> np
         The frame and the model's background of it, in grey levels.
     regions : (H, W) bool ndarray
         Foreground to judge (each connected region on its own).
+    foreground : (H, W) bool ndarray, optional
+        The frame's whole foreground (``regions`` and the rest): regions bordered by more
+        than :data:`BORDER_YOUNG` of it are not judged.
 
     Returns
     -------
@@ -82,6 +96,10 @@ def ghosts(frame: np.ndarray, background: np.ndarray, regions: np.ndarray) -> np
         region = (labels[y0:y1, x0:x1] == i).view(np.uint8)
         inner = region - cv2.erode(region, ring, borderValue=1)
         outer = cv2.dilate(region, ring, borderValue=0) - region
+        if foreground is not None and BORDER_YOUNG is not None:
+            young = np.count_nonzero(outer.view(bool) & foreground[y0:y1, x0:x1])
+            if young > BORDER_YOUNG * np.count_nonzero(outer):
+                continue
         band = (inner | outer).view(bool)
         crop = (slice(y0, y1), slice(x0, x1))
         of_frame = _steps(frame[crop], inner, outer, band)

@@ -42,12 +42,14 @@ from bpvideo.masks.bank import SampleBank
 from bpvideo.masks.ghosts import ghosts
 from bpvideo.pipeline.finish import Solution, finish, window_info
 from bpvideo.pipeline.learned import LearnedBackground, learn, robust_coefficients
+from bpvideo.pipeline.reference import motion_box
 from bpvideo.pipeline.scale import Background
 from bpvideo.records import Block, Stopwatch
 from bpvideo.settings import SeparateSettings
 
 __all__ = [
     "LEARN_SECONDS",
+    "LIVE_MOTION_BOX",
     "MOST_FRAMES",
     "REFRESH_FRAMES",
     "RING_FRAMES",
@@ -65,6 +67,13 @@ logger.addFilter(lambda r: r.threadName != RESOLVE_THREAD or r.levelno >= loggin
 
 #: Seconds of stream the first model is learned on, unless ``learn`` says otherwise.
 LEARN_SECONDS = 4.0
+#: Side of the motion box of the learning span's and the ring's solves (a fraction of the
+#: smaller frame side; :data:`bpvideo.pipeline.reference.MOTION_BOX` in batch runs). A
+#: few seconds, or 48 frames, hold few still instants per pixel: a long, plain object
+#: passing slowly (a trailer's side) is still within a small box from frame to frame, and
+#: was taken for background (cdnet_fall live 0.57 with the batch box of 0.06). Chosen by
+#: the live replay's leave-one-out (docs/performance.md, "Live streams").
+LIVE_MOTION_BOX = 0.12
 #: Frames masked together at most (those that arrived while the previous batch was made).
 MOST_FRAMES = 8
 #: Frames of the ring that the model is solved again on.
@@ -107,7 +116,8 @@ def learn_frames(
         Too few frames for the rank.
     """
     source = open_frames(frames, fps=fps, name=name)
-    return learn(source, _solve_settings(settings), blocks=blocks, samples=samples)
+    with motion_box(LIVE_MOTION_BOX):
+        return learn(source, _solve_settings(settings), blocks=blocks, samples=samples)
 
 
 class OnlineBackground:
@@ -170,7 +180,7 @@ class OnlineBackground:
         if self.absorb_frames is not None:
             taken = self.age >= self.absorb_frames
         if self.count % self.stride == 0:
-            ghost = self._ghosts(frame, background)
+            ghost = self._ghosts(frame, background, mask)
             if ghost is not None:
                 taken = ghost if taken is None else taken | ghost
             young = mask if taken is None else mask & ~taken
@@ -186,9 +196,12 @@ class OnlineBackground:
         self.age[taken] = 0  # taken in: counted again should it stay foreground
         return taken
 
-    def _ghosts(self, frame: np.ndarray, background: np.ndarray) -> np.ndarray | None:
-        """The regions foreground for :data:`GHOST_SECONDS` that are the background
-        revealed (:func:`~bpvideo.masks.ghosts.ghosts`), or None."""
+    def _ghosts(
+        self, frame: np.ndarray, background: np.ndarray, mask: np.ndarray
+    ) -> np.ndarray | None:
+        """The regions of ``mask`` (the frame's foreground) that have been foreground for
+        :data:`GHOST_SECONDS` and are the background revealed
+        (:func:`~bpvideo.masks.ghosts.ghosts`), or None."""
         if not GHOST_SECONDS:
             return None
         assert self.age is not None
@@ -198,7 +211,7 @@ class OnlineBackground:
         if frame.ndim == 3:
             frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
             background = cv2.cvtColor(np.asarray(background, np.float32), cv2.COLOR_BGR2GRAY)
-        found = ghosts(frame, background, old)
+        found = ghosts(frame, background, old, mask)
         return found if found.any() else None
 
     def _channels(self, frame: np.ndarray) -> np.ndarray:

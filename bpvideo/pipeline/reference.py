@@ -30,6 +30,9 @@ car; a person who sits down for less than that stays foreground.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import cv2
@@ -50,6 +53,7 @@ __all__ = [
     "auto_sparsity",
     "changed_objects",
     "consistent_entries",
+    "motion_box",
     "motion_score",
     "observe_background",
     "reference_image",
@@ -73,6 +77,8 @@ MIN_STILL = 3
 #: takes a swaying person's still instants for background (synthetic stayer 0.480).
 MOTION_BOX = 0.06
 MOTION_REACH = 2
+#: The box of :func:`motion_box` in the thread that set it (None: :data:`MOTION_BOX`).
+_BOX: contextvars.ContextVar[float | None] = contextvars.ContextVar("motion_box", default=None)
 #: An entry is consistent with the reference within this many noise levels (as it agrees
 #: with a solved background, :data:`bpvideo.masks.thresholds.AGREE_K`).
 CONSISTENT_K = AGREE_K
@@ -221,6 +227,18 @@ class Reference:
         return cls(image=image, age=np.zeros(image.shape, dtype=np.int32))
 
 
+@contextlib.contextmanager
+def motion_box(side: float) -> Iterator[None]:
+    """Within the block, in this thread, measure motion with a box of ``side`` (a fraction
+    of the smaller frame side) instead of :data:`MOTION_BOX`: a live stream's few
+    seconds of learning want a wider one (:data:`bpvideo.pipeline.live.LIVE_MOTION_BOX`)."""
+    token = _BOX.set(side)
+    try:
+        yield
+    finally:
+        _BOX.reset(token)
+
+
 def observe_background(
     data: np.ndarray,
     frame_shape: tuple[int, int],
@@ -266,7 +284,8 @@ def observe_background(
         For the next window.
     """
     h, w = frame_shape
-    box = max(3, round(MOTION_BOX * min(h, w)))
+    side = _BOX.get()
+    box = max(3, round((MOTION_BOX if side is None else side) * min(h, w)))
     score = _score(data, frame_shape, box, mask)
     still = still_entries(score)
     loose = covered.unsettled(score, still) if covered.GUIDED and guided else None

@@ -99,6 +99,20 @@ def test_each_of_several_regions_is_judged_on_its_own():
     assert found[region].all() and not found[obj].any()
 
 
+def test_a_region_bordered_by_more_foreground_is_not_judged():
+    """The background revealed borders the scene; the old part of a person who stands is
+    bordered by the rest of them, and is not judged (its outline runs through them)."""
+    plain, boxed, region = _scene()
+    assert ghosts(plain, boxed, region, region)[region].all()  # bordered by the scene
+    below = region.copy()
+    below[40:44, 25:55] = True  # young foreground under the region: a quarter of its band
+    assert ghosts(plain, boxed, region, below)[region].all()
+    around = np.zeros_like(region)
+    around[16:44, 21:59] = True  # young foreground all round it
+    assert not ghosts(plain, boxed, region, around).any()
+    assert ghosts(plain, boxed, region)[region].all()  # no foreground given: judged
+
+
 def test_small_regions_are_not_judged():
     plain, boxed, _ = _scene()
     speck = np.zeros((60, 80), dtype=bool)

@@ -215,3 +215,50 @@ def test_a_crowd_that_covers_most_of_the_view_leaves_the_ground_as_reference(mon
     found = ground()
     monkeypatch.setattr(light, "RATIO_START", "median")
     assert found > 0.55 > 0.3 > ground()
+
+
+def _trailer(n: int = 40, seed: int = 0) -> np.ndarray:
+    """(100*100, n) grey columns: a textured ground; a plain band (a trailer's side) over
+    rows 40-60 for the first 30 frames, with a spot of texture that flickers 5 px to the
+    right of pixel (50, 50); then the ground alone."""
+    rng = np.random.default_rng(seed)
+    ground = 100 + rng.integers(-20, 20, (100, 100)).astype(np.float32)
+    frames = np.repeat(ground[None], n, axis=0)
+    frames[:30, 40:61] = 200
+    frames[:30:2, 48:53, 55:58] = 0
+    frames += rng.normal(0, 1, frames.shape).astype(np.float32)
+    return np.ascontiguousarray(frames.reshape(n, -1).T)
+
+
+def test_a_wider_motion_box_sees_a_plain_object_move_by_its_texture():
+    """Pixel (50, 50) shows the plain band for 30 frames, the ground for 10: only a box that
+    reaches the band's texture tells the band's frames from still ones."""
+    from bpvideo.pipeline.reference import motion_box
+
+    pixel = 50 * 100 + 50
+    band = 0
+    for seed in range(5):
+        data = _trailer(seed=seed)
+        narrow = observe_background(data, (100, 100))[1].image[pixel]
+        with motion_box(0.12):
+            wide = observe_background(data, (100, 100))[1].image[pixel]
+        assert abs(wide - data[pixel, -1]) < 10  # the ground, whose frames alone are still
+        band += abs(narrow - 200) < 10  # the band's frames are as still as the ground's
+    assert band >= 3
+
+
+def test_a_motion_box_is_set_for_its_own_thread_only():
+    import threading
+
+    from bpvideo.pipeline.reference import motion_box
+
+    data = _trailer()
+    narrow = observe_background(data, (100, 100))[1].image
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(observe_background(data, (100, 100))))
+    with motion_box(0.12):
+        wide = observe_background(data, (100, 100))[1].image
+        thread.start()
+        thread.join()
+    assert not np.array_equal(wide, narrow)
+    assert np.array_equal(seen[0][1].image, narrow)  # the other thread used MOTION_BOX
