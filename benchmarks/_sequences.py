@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 
 from bpvideo import evaluate
+from bpvideo.evaluate import load_groundtruth
 from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_masks
 
@@ -96,6 +97,13 @@ class Sequence:
                 raise SystemExit(f"{root}: no groundtruth/ folder and no hand_segmented_* frame")
             truth = single[0]
         return cls(name, video.frames, list(video.frame_numbers), truth)
+
+    def labels(self) -> np.ndarray:
+        """(T, H, W) uint8 changedetection.net labels of every frame, in order (per-frame
+        ground truth only: :func:`per_frame_truth`)."""
+        truth = load_groundtruth(self.groundtruth)
+        position = {n: i for i, n in enumerate(truth.frame_numbers)}
+        return np.stack([truth.load(position[n]) for n in self.numbers])
 
     def score(self, masks: np.ndarray) -> dict[str, Any]:
         """changedetection.net scores of ``masks`` (one per frame, in order):

@@ -253,13 +253,10 @@ def quality(args: argparse.Namespace) -> dict:
     return rows
 
 
-def _truth(numbers: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """cdnet_highway's ground truth of ``numbers``: foreground, and the pixels scored."""
-    root = DATA / "cdnet_highway"
-    roi = cv2.imread(str(root / "ROI.bmp"), cv2.IMREAD_GRAYSCALE) > 0
-    gts = [cv2.imread(str(root / "groundtruth" / f"gt{n:06d}.png"), cv2.IMREAD_GRAYSCALE)
-           for n in numbers]  # fmt: skip
-    gt = np.stack(gts)
+def _truth(seq: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """cdnet_highway's ground truth: foreground, and the pixels scored."""
+    roi = cv2.imread(str(DATA / "cdnet_highway" / "ROI.bmp"), cv2.IMREAD_GRAYSCALE) > 0
+    gt = seq.labels()
     return gt == 255, ((gt == 255) | (gt == 0) | (gt == 50)) & roi
 
 
@@ -268,7 +265,7 @@ def long_run(args: argparse.Namespace) -> dict:
 
     seq = Sequence.load("cdnet_highway")
     n, (h, w) = len(seq.frames), seq.frames.shape[1:3]
-    truth, scored = _truth(seq.numbers)
+    truth, scored = _truth(seq)
     ramp = f"eq=brightness='{args.swing}*sin(2*PI*t/{args.period})':eval=frame"
     with tempfile.TemporaryDirectory(prefix="bench-live-", dir=args.tmp) as tmp:
         tmp = Path(tmp)

@@ -34,7 +34,6 @@ import logging
 import sys
 from pathlib import Path
 
-import cv2
 import numpy as np
 from threadpoolctl import threadpool_limits
 
@@ -70,8 +69,7 @@ SAME = 25
 def causal_bound(seq: Sequence) -> tuple[float, float]:
     """The share of the foreground no online method can see, and the F-measure of the
     ground truth without it (see the module docstring)."""
-    truth = np.stack([cv2.imread(str(seq.groundtruth / f"gt{n:06d}.png"), cv2.IMREAD_GRAYSCALE)
-                      for n in seq.numbers]) == 255  # fmt: skip
+    truth = seq.labels() == 255
     start = seq.frames[0].astype(np.int16)
     unseen = truth[0].copy()  # foreground since the first frame, never seen to change
     oracle = truth.copy()

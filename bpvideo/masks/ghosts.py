@@ -94,12 +94,12 @@ def ghosts(
         y0, y1 = max(0, y - pad), min(regions.shape[0], y + h + pad)
         x0, x1 = max(0, x - pad), min(regions.shape[1], x + w + pad)
         region = (labels[y0:y1, x0:x1] == i).view(np.uint8)
-        inner = region - cv2.erode(region, ring, borderValue=1)
         outer = cv2.dilate(region, ring, borderValue=0) - region
         if foreground is not None and BORDER_YOUNG is not None:
             young = np.count_nonzero(outer.view(bool) & foreground[y0:y1, x0:x1])
             if young > BORDER_YOUNG * np.count_nonzero(outer):
                 continue
+        inner = region - cv2.erode(region, ring, borderValue=1)
         band = (inner | outer).view(bool)
         crop = (slice(y0, y1), slice(x0, x1))
         of_frame = _steps(frame[crop], inner, outer, band)
