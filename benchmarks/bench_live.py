@@ -18,7 +18,8 @@ stamped with its arrival time.
   (``bpvideo.separate`` of the same frames) and MOG2's.
 - ``long``: cdnet_highway looped with a light ramp (``eq=brightness``, a sine of
   +-``--swing`` of the range over ``--period`` seconds), served as fast as bpvideo reads
-  it, with ``--segment``; stopped by SIGINT after ``--minutes``. The resident memory of
+  it, with ``--segment``; stopped by SIGINT after ``--minutes`` of wall time or
+  ``--stream-minutes`` of stream, whichever comes first. The resident memory of
   the bpvideo process over time, and the F-measure of each pass over the clip against
   its ground truth (the background follows the light: masks do not fill).
 
@@ -27,6 +28,7 @@ Examples::
     python benchmarks/bench_live.py latency
     python benchmarks/bench_live.py quality
     python benchmarks/bench_live.py long --minutes 15
+    python benchmarks/bench_live.py long --minutes 150 --stream-minutes 120 --period 1200
 """
 
 from __future__ import annotations
@@ -291,7 +293,9 @@ def long_run(args: argparse.Namespace) -> dict:
         t0 = time.time()
         ps = psutil.Process(proc.pid)
         masks_seen = 0
-        while time.time() - t0 < args.minutes * 60 and proc.poll() is None:
+        frames_wanted = args.stream_minutes * 60 * FPS if args.stream_minutes else np.inf
+        while (time.time() - t0 < args.minutes * 60 and proc.poll() is None
+               and len(reader.times) < frames_wanted):  # fmt: skip
             time.sleep(5)
             own = ps.memory_info().rss
             rss = own + sum(c.memory_info().rss for c in ps.children())
@@ -360,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--sequences", nargs="+")
     lr = sub.add_parser("long")
     lr.add_argument("--minutes", type=float, default=15.0)
+    lr.add_argument("--stream-minutes", type=float, default=None,
+                    help="stop after this much stream has been masked")  # fmt: skip
     lr.add_argument("--swing", type=float, default=0.1, help="brightness amplitude (of 1)")
     lr.add_argument("--period", type=float, default=600.0, help="seconds of stream")
     lr.add_argument("--segment", default="10m")

@@ -325,6 +325,11 @@ class VideoStream:
         assert self._worker is not None
         try:
             self._worker.put(frame)
+        except (KeyboardInterrupt, Terminated):
+            # a signal to this process while it waited for room in the queue: the run was
+            # stopped, the disk is not to blame
+            self.abort()
+            raise
         except BaseException as exc:
             # a pipe that broke because ffmpeg was stopped by a signal is that signal, not
             # a full disk: ffmpeg's status tells (asked before abort() kills it)

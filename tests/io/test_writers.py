@@ -169,3 +169,28 @@ def test_an_encoder_stopped_by_a_signal_mid_write_is_that_signal(tmp_path: Path)
         for _ in range(10_000):  # until the queue meets the broken pipe
             stream.write([frame])
     assert stop.value.signum == signal.SIGTERM
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt(), "terminated"])
+def test_a_stop_while_waiting_for_the_queue_is_that_stop(tmp_path: Path, stop) -> None:
+    """SIGINT (or SIGTERM's Terminated) raised in the caller while it waits for room in
+    the encoder's queue: the run was stopped, so the stop goes on up as itself (exit 130 or
+    143), never as "could not write the video: check free disk space"; ffmpeg is killed."""
+    import signal
+
+    from bpvideo.errors import Terminated
+
+    if stop == "terminated":
+        stop = Terminated(signal.SIGTERM)
+    stream = VideoStream(tmp_path / "clip.mp4", 25.0)
+    frame = np.zeros((64, 64, 3), dtype=np.uint8)
+    stream.write([frame])
+    proc = stream._proc
+
+    def interrupted(*args, **kwargs):
+        raise stop
+
+    stream._worker.put = interrupted  # where the signal lands: the wait in put()
+    with pytest.raises(type(stop)):
+        stream.write([frame])
+    assert stream._proc is None and proc.poll() is not None
