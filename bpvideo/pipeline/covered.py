@@ -21,7 +21,16 @@ stillest frames. Two kinds of scene defeat stillness alone:
   whose still frames are truly still keeps its reference, however it differs from its
   neighbours' (on a textured scene the guide is wrong).
 
-Both use what a robust-PCA window has and an online subtractor has not: every frame of
+- **A plain object passes through a short span** (a trailer across a live stream's first
+  seconds, where the leaves behind it never stop): it can cover its pixels for most of
+  the span and be the stillest thing they show. What they show before it came and after
+  it left is one appearance, which nothing that stays shows: a pixel whose first and last
+  :data:`ENDS_FRAMES` frames agree while its reference does not takes the ends'
+  appearance (:func:`both_ends`). Only where a solve is asked to (a live stream's
+  learning span: :func:`bpvideo.pipeline.reference.short_span`); in a batch window of
+  hundreds of frames the ends are far apart and the still frames many.
+
+All use what a robust-PCA window has and an online subtractor has not: every frame of
 the window, before and after.
 """
 
@@ -33,7 +42,16 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-__all__ = ["GUIDE_BOX", "NEVER_STILL_K", "SMALL_BOX", "Covered", "guided", "never_still"]
+__all__ = [
+    "ENDS_K",
+    "GUIDE_BOX",
+    "NEVER_STILL_K",
+    "SMALL_BOX",
+    "Covered",
+    "both_ends",
+    "guided",
+    "never_still",
+]
 
 #: Whether pixels with no still frame take the median of all frames
 #: (:func:`never_still`), and whether references unlike their neighbours' are replaced
@@ -56,6 +74,12 @@ GUIDE_K = 8.0
 GUIDE_SUPPORT = 0.05
 #: Noise levels within which a frame shows the appearance closest to the guide.
 NEAR_K = 4.0
+#: Noise levels within which the two ends of a short span agree, and a frame shows their
+#: appearance (:func:`both_ends`; the frames at each end are the caller's). Chosen with
+#: the live frames of each end by the live replay's leave-one-out (docs/performance.md).
+ENDS_K = 12.0
+#: Fewest frames of the span that must show the ends' appearance.
+ENDS_SUPPORT = 3
 
 
 @dataclass
@@ -185,3 +209,53 @@ def guided(
         out[rows[enough]] = np.nanmedian(picked, axis=1)
         replaced[rows[enough]] = True
     return out, replaced
+
+
+def both_ends(
+    data: np.ndarray, own: np.ndarray, still: np.ndarray, noise: float, frames: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """References of pixels that show one appearance at both ends of the span and another
+    in between, replaced by the ends' (see the module docstring).
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns (pixels with their channels side by side), solve scale.
+    own : (m,) ndarray
+        The reference image from the still frames.
+    still : (m, n) bool ndarray
+        The still entries ``own`` is the median of.
+    noise : float
+        Noise level of the frames about ``own`` (grey levels).
+    frames : int
+        Frames at each end; spans shorter than four times that are left as they are.
+
+    Returns
+    -------
+    reference : (m,) float32 ndarray
+    still : (m, n) bool ndarray
+        ``still``, with the entries that show the ends' appearance on the rows replaced.
+    replaced : (m,) bool ndarray
+    """
+    m, n = data.shape
+    out = np.asarray(own, dtype=np.float32).copy()
+    replaced = np.zeros(m, dtype=bool)
+    if frames < 1 or n < 4 * frames:
+        return out, still, replaced
+    first = np.median(np.asarray(data[:, :frames], np.float32), axis=1)
+    last = np.median(np.asarray(data[:, -frames:], np.float32), axis=1)
+    ends = 0.5 * (first + last)
+    limit = ENDS_K * max(noise, 1.0)
+    rows = np.flatnonzero((np.abs(first - last) < limit) & (np.abs(out - ends) > limit))
+    if not rows.size:
+        return out, still, replaced
+    values = np.asarray(data[rows], dtype=np.float32)
+    near = np.abs(values - ends[rows, None]) < limit
+    enough = near.sum(axis=1) >= ENDS_SUPPORT
+    rows, near, values = rows[enough], near[enough], values[enough]
+    if rows.size:
+        still = still.copy()
+        still[rows] = near
+        out[rows] = np.nanmedian(np.where(near, values, np.nan), axis=1)
+        replaced[rows] = True
+    return out, still, replaced

@@ -42,12 +42,13 @@ from bpvideo.masks.bank import SampleBank
 from bpvideo.masks.ghosts import ghosts
 from bpvideo.pipeline.finish import Solution, finish, window_info
 from bpvideo.pipeline.learned import LearnedBackground, learn, robust_coefficients
-from bpvideo.pipeline.reference import motion_box
+from bpvideo.pipeline.reference import short_span
 from bpvideo.pipeline.scale import Background
 from bpvideo.records import Block, Stopwatch
 from bpvideo.settings import SeparateSettings
 
 __all__ = [
+    "LEARN_ENDS",
     "LEARN_SECONDS",
     "LIVE_MOTION_BOX",
     "MOST_FRAMES",
@@ -74,6 +75,14 @@ LEARN_SECONDS = 4.0
 #: was taken for background (cdnet_fall live 0.57 with the batch box of 0.06). Chosen by
 #: the live replay's leave-one-out (docs/performance.md, "Live streams").
 LIVE_MOTION_BOX = 0.12
+#: Frames at each end of the learning span whose agreement tells a pixel's background
+#: (:func:`bpvideo.pipeline.covered.both_ends`; 0: not looked at): a plain trailer that
+#: passed slowly through the first seconds (cdnet_fall) covered the road for most of them,
+#: its side still within any box. Chosen by the live replay's leave-one-out
+#: (docs/performance.md, "Live streams").
+LEARN_ENDS = 8
+#: Frames at each end of a ring's solve, the same (0: not looked at).
+RING_ENDS = 0
 #: Frames masked together at most (those that arrived while the previous batch was made).
 MOST_FRAMES = 8
 #: Frames of the ring that the model is solved again on.
@@ -105,10 +114,13 @@ def learn_frames(
     name: str,
     blocks: list[Block] | None = None,
     samples: bool = False,
+    ends: int | None = None,
 ) -> LearnedBackground:
-    """Learn a background on BGR frames in memory (best pair, the options of ``settings``);
-    ``blocks`` gets the finished blocks of the frames solved, when given; ``samples``:
-    keep their background appearances (a sample bank starts from them).
+    """Learn a background on BGR frames in memory (best pair, the options of ``settings``,
+    a short span's rules: :func:`~bpvideo.pipeline.reference.short_span` with
+    :data:`LIVE_MOTION_BOX` and ``ends``, :data:`LEARN_ENDS` unless given); ``blocks``
+    gets the finished blocks of the frames solved, when given; ``samples``: keep their
+    background appearances (a sample bank starts from them).
 
     Raises
     ------
@@ -116,7 +128,7 @@ def learn_frames(
         Too few frames for the rank.
     """
     source = open_frames(frames, fps=fps, name=name)
-    with motion_box(LIVE_MOTION_BOX):
+    with short_span(LIVE_MOTION_BOX, LEARN_ENDS if ends is None else ends):
         return learn(source, _solve_settings(settings), blocks=blocks, samples=samples)
 
 
@@ -275,7 +287,8 @@ class OnlineBackground:
     def _resolve(self, frames: list[np.ndarray]) -> None:
         t = time.perf_counter()
         try:
-            fresh = learn_frames(frames, self.settings, self.fps / self.stride, "ring")
+            fresh = learn_frames(frames, self.settings, self.fps / self.stride, "ring",
+                                 ends=RING_ENDS)  # fmt: skip
         except Exception as exc:  # keep the model in use
             logger.debug("re-solving the background failed: %s", exc)
             return

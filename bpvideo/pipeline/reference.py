@@ -53,10 +53,10 @@ __all__ = [
     "auto_sparsity",
     "changed_objects",
     "consistent_entries",
-    "motion_box",
     "motion_score",
     "observe_background",
     "reference_image",
+    "short_span",
     "still_entries",
 ]
 
@@ -77,8 +77,18 @@ MIN_STILL = 3
 #: takes a swaying person's still instants for background (synthetic stayer 0.480).
 MOTION_BOX = 0.06
 MOTION_REACH = 2
-#: The box of :func:`motion_box` in the thread that set it (None: :data:`MOTION_BOX`).
-_BOX: contextvars.ContextVar[float | None] = contextvars.ContextVar("motion_box", default=None)
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A short span's rules (:func:`short_span`)."""
+
+    box: float
+    ends: int
+
+
+#: The rules of :func:`short_span` in the thread that set them (None: a batch window's).
+_SPAN: contextvars.ContextVar[_Span | None] = contextvars.ContextVar("short_span", default=None)
 #: An entry is consistent with the reference within this many noise levels (as it agrees
 #: with a solved background, :data:`bpvideo.masks.thresholds.AGREE_K`).
 CONSISTENT_K = AGREE_K
@@ -228,15 +238,17 @@ class Reference:
 
 
 @contextlib.contextmanager
-def motion_box(side: float) -> Iterator[None]:
-    """Within the block, in this thread, measure motion with a box of ``side`` (a fraction
-    of the smaller frame side) instead of :data:`MOTION_BOX`: a live stream's few
-    seconds of learning want a wider one (:data:`bpvideo.pipeline.live.LIVE_MOTION_BOX`)."""
-    token = _BOX.set(side)
+def short_span(box: float, ends: int = 0) -> Iterator[None]:
+    """Within the block, in this thread, solve windows of a few seconds (a live stream's):
+    measure motion with a box of ``box`` (a fraction of the smaller frame side) instead
+    of :data:`MOTION_BOX`, and where ``ends`` > 0, let a pixel whose first and last
+    ``ends`` frames agree take their appearance (:func:`~bpvideo.pipeline.covered.both_ends`).
+    See :data:`bpvideo.pipeline.live.LIVE_MOTION_BOX` and ``LEARN_ENDS``."""
+    token = _SPAN.set(_Span(box, ends))
     try:
         yield
     finally:
-        _BOX.reset(token)
+        _SPAN.reset(token)
 
 
 def observe_background(
@@ -284,8 +296,8 @@ def observe_background(
         For the next window.
     """
     h, w = frame_shape
-    side = _BOX.get()
-    box = max(3, round((MOTION_BOX if side is None else side) * min(h, w)))
+    span = _SPAN.get()
+    box = max(3, round((MOTION_BOX if span is None else span.box) * min(h, w)))
     score = _score(data, frame_shape, box, mask)
     still = still_entries(score)
     loose = covered.unsettled(score, still) if covered.GUIDED and guided else None
@@ -296,6 +308,10 @@ def observe_background(
         still &= mask
     own = _own_reference(data, still, mask)
     noise = fit_light(data, own, still=still, passes=0)[2]  # the fit itself comes below
+    if span is not None and span.ends:
+        own, still = covered.both_ends(data, own, still, noise, span.ends)[:2]
+        if mask is not None:
+            still &= mask
     replaced = np.zeros(len(own), dtype=bool)
     if loose is not None:
         own, replaced = covered.guided(data, frame_shape, own, noise, loose)

@@ -92,3 +92,50 @@ def test_a_boat_on_rippling_water_is_not_taken_as_background(monkeypatch):
     assert _f(one_image, scene.masks) < 0.5
     # the summary's self-check says how much of the view had no trusted still frame
     assert 0.01 < guided.report["masks"]["self_check"]["covered"] < 0.5
+
+
+def _trailer_passing(seed: int, n: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """60 x 80 pixels of leaves (a texture, and grey +- 12 new in every frame); a plain band
+    (grey 220 +- 1) over rows 20-39 from frame 10 to frame 49: the ground shows at both
+    ends of the span. Frames as columns, and the band's pixels."""
+    rng = np.random.default_rng(seed)
+    ground = rng.uniform(60, 140, (60, 80))
+    frames = ground + rng.uniform(-12, 12, (n, 60, 80))
+    frames[10:50, 20:40] = 220 + rng.normal(0, 1, (40, 20, 80))
+    band = np.zeros((60, 80), dtype=bool)
+    band[20:40] = True
+    return np.ascontiguousarray(frames.reshape(n, -1).T, dtype=np.float32), band.ravel()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_plain_object_that_came_and_went_in_a_short_span_is_not_its_background(seed):
+    """The band is the stillest thing its pixels show (two thirds of the span): the still
+    frames give it as the reference; with the ends looked at, the ground the band hid,
+    which the first and last frames show alike."""
+    data, band = _trailer_passing(seed)
+    ground = data[:, :5].mean(axis=1)
+    with reference.short_span(0.06):
+        plain = reference.observe_background(data, (60, 80))[1].image
+    with reference.short_span(0.06, ends=5):
+        ends = reference.observe_background(data, (60, 80))[1].image
+    assert np.mean(np.abs(plain[band] - 220) < 10) > 0.9  # taken for background
+    assert np.mean(np.abs(ends[band] - ground[band]) < 15) > 0.9
+    # elsewhere the ground either way (near the band the guide of :func:`guided` moves)
+    assert np.mean(np.abs(ends[~band] - ground[~band]) < 15) > 0.99
+
+
+def test_the_ends_leave_what_arrived_and_stayed():
+    """A band that arrives and stays to the end of the span: the ends disagree, nothing is
+    replaced; nor in a span shorter than four times the frames at each end."""
+    data, band = _trailer_passing(0)
+    arrived = data.copy()
+    arrived[band, 50:] = 220
+    noise = 2.0
+    still = np.ones(data.shape, dtype=bool)
+    own = np.median(arrived, axis=1)
+    got, used, replaced = covered.both_ends(arrived, own, still, noise, 5)
+    assert not replaced[band].any() and np.array_equal(got[band], own[band])
+    short = data[:, 5:20]
+    assert not covered.both_ends(short, short[:, 7], short > 0, noise, 5)[2].any()
+    got, used, replaced = covered.both_ends(data, np.median(data, axis=1), still, noise, 5)
+    assert replaced[band].mean() > 0.9 and not used[replaced][:, 10:50].any()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import bpvideo
-from bpvideo.pipeline.live import LIVE_MOTION_BOX, iter_live_blocks
-from bpvideo.pipeline.reference import motion_box
+from bpvideo.pipeline.live import LEARN_ENDS, LIVE_MOTION_BOX, iter_live_blocks
+from bpvideo.pipeline.reference import short_span
 from bpvideo.settings import SeparateSettings
 from tests.conftest import f_measure, street_frames
 
@@ -65,7 +65,7 @@ def test_learning_on_the_first_frames_gives_the_masks_of_separate():
     numbers = [n for b in blocks for n in b.numbers]
     assert numbers == list(range(200))
     masks = np.concatenate([b.masks for b in blocks])
-    with motion_box(LIVE_MOTION_BOX):  # a live stream's stillness box
+    with short_span(LIVE_MOTION_BOX, LEARN_ENDS):  # a live stream's stillness box
         batch = bpvideo.separate(frames[:100]).masks
     assert np.array_equal(masks[:100], batch)  # the first seconds: the solve's own masks
     assert f_measure(masks[100:], truth[100:]) > 0.9
@@ -89,7 +89,7 @@ def test_frames_before_the_learning_span_are_masked_too():
     blocks = list(iter_live_blocks(batches, settings, fps=FPS, name="street", learn=(30, 130)))
     assert [n for b in blocks for n in b.numbers] == list(range(160))
     masks = np.concatenate([b.masks for b in blocks])
-    with motion_box(LIVE_MOTION_BOX):
+    with short_span(LIVE_MOTION_BOX, LEARN_ENDS):
         assert np.array_equal(masks[30:130], bpvideo.separate(frames[30:130]).masks)
     assert f_measure(masks, truth) > 0.9
 

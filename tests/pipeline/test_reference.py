@@ -233,30 +233,30 @@ def _trailer(n: int = 40, seed: int = 0) -> np.ndarray:
 def test_a_wider_motion_box_sees_a_plain_object_move_by_its_texture():
     """Pixel (50, 50) shows the plain band for 30 frames, the ground for 10: only a box that
     reaches the band's texture tells the band's frames from still ones."""
-    from bpvideo.pipeline.reference import motion_box
+    from bpvideo.pipeline.reference import short_span
 
     pixel = 50 * 100 + 50
     band = 0
     for seed in range(5):
         data = _trailer(seed=seed)
         narrow = observe_background(data, (100, 100))[1].image[pixel]
-        with motion_box(0.12):
+        with short_span(0.12):
             wide = observe_background(data, (100, 100))[1].image[pixel]
         assert abs(wide - data[pixel, -1]) < 10  # the ground, whose frames alone are still
         band += abs(narrow - 200) < 10  # the band's frames are as still as the ground's
     assert band >= 3
 
 
-def test_a_motion_box_is_set_for_its_own_thread_only():
+def test_a_short_span_is_set_for_its_own_thread_only():
     import threading
 
-    from bpvideo.pipeline.reference import motion_box
+    from bpvideo.pipeline.reference import short_span
 
     data = _trailer()
     narrow = observe_background(data, (100, 100))[1].image
     seen = []
     thread = threading.Thread(target=lambda: seen.append(observe_background(data, (100, 100))))
-    with motion_box(0.12):
+    with short_span(0.12):
         wide = observe_background(data, (100, 100))[1].image
         thread.start()
         thread.join()
