@@ -1,7 +1,7 @@
 """Where nothing is ever still: the reference background of pixels covered most of the time.
 
 The reference image of :mod:`bpvideo.pipeline.reference` is each pixel's median over its
-stillest frames. Two kinds of scene defeat stillness alone:
+stillest frames. Three kinds of scene defeat stillness alone:
 
 - **Nothing near the pixel is ever still** (a crowd that sways in place, a branch in
   front of the lens, water that never stops): even its stillest frames move far more than
@@ -25,10 +25,10 @@ stillest frames. Two kinds of scene defeat stillness alone:
   seconds, where the leaves behind it never stop): it can cover its pixels for most of
   the span and be the stillest thing they show. What they show before it came and after
   it left is one appearance, which nothing that stays shows: a pixel whose first and last
-  :data:`ENDS_FRAMES` frames agree while its reference does not takes the ends'
-  appearance (:func:`both_ends`). Only where a solve is asked to (a live stream's
-  learning span: :func:`bpvideo.pipeline.reference.short_span`); in a batch window of
-  hundreds of frames the ends are far apart and the still frames many.
+  few frames (:data:`bpvideo.pipeline.live.LEARN_ENDS`) agree while its reference does
+  not takes the ends' appearance (:func:`both_ends`). Only where a solve is asked to (a
+  live stream's learning span: :func:`bpvideo.pipeline.reference.short_span`); in a
+  batch window of hundreds of frames the ends are far apart and the still frames many.
 
 All use what a robust-PCA window has and an online subtractor has not: every frame of
 the window, before and after.
@@ -205,8 +205,7 @@ def guided(
     near = np.abs(values - closest) < NEAR_K * max(noise, 1.0)
     enough = (near.mean(axis=1) >= GUIDE_SUPPORT) & (np.abs(closest[:, 0] - guide[rows]) < limit)
     if enough.any():
-        picked = np.where(near[enough], values[enough], np.nan)
-        out[rows[enough]] = np.nanmedian(picked, axis=1)
+        out[rows[enough]] = _median_where(values[enough], near[enough])
         replaced[rows[enough]] = True
     return out, replaced
 
@@ -256,6 +255,11 @@ def both_ends(
     if rows.size:
         still = still.copy()
         still[rows] = near
-        out[rows] = np.nanmedian(np.where(near, values, np.nan), axis=1)
+        out[rows] = _median_where(values, near)
         replaced[rows] = True
     return out, still, replaced
+
+
+def _median_where(values: np.ndarray, near: np.ndarray) -> np.ndarray:
+    """Per row of (r, n) ``values``, the median of its ``near`` entries: (r,)."""
+    return np.nanmedian(np.where(near, values, np.nan), axis=1)
