@@ -20,8 +20,8 @@ import numpy as np
 
 from bpvideo import evaluate
 from bpvideo.evaluate import load_groundtruth
-from bpvideo.io.video import read_video
-from bpvideo.io.writers import write_masks
+from bpvideo.sinks.writers import write_masks
+from bpvideo.sources.video import read_video
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 from bpvideo.batch.run import BatchOptions, default_workers, run_batch
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 from bpvideo.synthetic import make_scene
 
 

@@ -6,7 +6,7 @@ again from the masks with other options (``bpvideo events``: masks read, tables,
 and summary rewritten). Medians of ``--repeat`` runs of each, in this process.
 
 With ``--stream N``: the memory of the event outputs instead, N frames of 64x48 masks
-(bursts of a moving square) through :class:`~bpvideo.io.event_stream.EventStream`, the
+(bursts of a moving square) through :class:`~bpvideo.sinks.event_stream.EventStream`, the
 peak resident memory printed as they go (it stays flat).
 
 Usage::
@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from bpvideo import separate_file
-from bpvideo.io.event_stream import EventStream
-from bpvideo.io.rederive import rederive
-from bpvideo.io.writers import write_video
 from bpvideo.settings import SeparateSettings
+from bpvideo.sinks.event_stream import EventStream
+from bpvideo.sinks.rederive import rederive
+from bpvideo.sinks.writers import write_video
 from bpvideo.synthetic import make_scene
 
 

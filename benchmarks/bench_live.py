@@ -51,7 +51,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sequences import DATA, Sequence, discover, run_bpvideo, run_opencv
 
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 
 FPS = 25.0
 REPO = Path(__file__).resolve().parents[1]

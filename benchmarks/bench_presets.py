@@ -33,8 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bpvideo.io._ffmpeg import executable  # noqa: E402
-from bpvideo.io.sources import open_source  # noqa: E402
+from bpvideo.sources.ffmpeg import executable  # noqa: E402
+from bpvideo.sources.files import open_source  # noqa: E402
 
 CLIP = ROOT.parent / "shared" / "data" / "videos" / "highway.avi"
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium")
@@ -50,7 +50,7 @@ def cpu_of(command: list[str]) -> float:
 
 
 def encode(source: Path, out: Path, preset: str) -> list[str]:
-    """The ffmpeg command of :class:`bpvideo.io.writers.VideoStream`, from a file."""
+    """The ffmpeg command of :class:`bpvideo.sinks.writers.VideoStream`, from a file."""
     return [executable(), "-hide_banner", "-loglevel", "error", "-y", "-i", str(source), "-an",
             "-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "18", "-preset", preset,
             "-movflags", "+faststart", str(out)]  # fmt: skip

@@ -1,7 +1,7 @@
 """Choose the live model's constants: each candidate replays the dev sequences in process
 as a live stream, and is judged by its worst live / batch ratio, leaving one sequence out.
 
-The replay is ``bpvideo.pipeline.live.iter_live_blocks`` on the frames as read, in
+The replay is ``bpvideo.pipeline.online.iter_live_blocks`` on the frames as read, in
 batches of 8, learning on the first 4 s (100 frames at 25 fps) as ``--live`` does: the
 same masks as a real stream but for the moment each re-solve is swapped in, and no
 network or decoder in the way (``bench_live.py quality`` measures the real thing).
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sequences import DATA, Sequence, discover, per_frame_truth, run_bpvideo
 from select_defaults import choose, constants, parse_candidate
 
-from bpvideo.api import settings_of
-from bpvideo.pipeline.live import iter_live_blocks
+from bpvideo.pipeline.online import iter_live_blocks
+from bpvideo.settings import settings_of
 
 log = logging.getLogger("live_replay")
 FPS = 25.0

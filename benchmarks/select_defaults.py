@@ -13,11 +13,11 @@ Usage::
 
     python benchmarks/select_defaults.py                      # the built-in candidates
     python benchmarks/select_defaults.py --candidate "k5 threshold_k=5" \\
-        --candidate "still20 pipeline.reference.STILL_FRAMES_FRACTION=0.2"
+        --candidate "still20 background.tuning.STILL_FRAMES_FRACTION=0.2"
     python benchmarks/select_defaults.py --json scores.json   # keeps (and reuses) scores
     python benchmarks/select_defaults.py --all --synthetic    # Wallflower and synthetic too
 
-A key with a dot names a constant of a bpvideo module (``pipeline.reference.MOTION_BOX``),
+A key with a dot names a constant of a bpvideo module (``background.tuning.MOTION_BOX``),
 set for that candidate's runs; other keys are options of ``separate``. Markdown on
 stdout, progress on stderr. With ``--json`` the scores are saved, and candidates already
 scored there are not run again.
@@ -47,7 +47,7 @@ CANDIDATES = {
     "defaults": {},
     "sparsity=0.1": {"sparsity": 0.1},
     "sparsity=0.05": {"sparsity": 0.05},
-    "auto<=0.15": {"pipeline.reference.AUTO_SPARSITY_BOUNDS": (0.05, 0.15)},
+    "auto<=0.15": {"background.tuning.AUTO_SPARSITY_BOUNDS": (0.05, 0.15)},
     "threshold_k=5": {"threshold_k": 5.0},
     "threshold_k=7": {"threshold_k": 7.0},
     "noise=global": {"noise": "global"},

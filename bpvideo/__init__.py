@@ -17,12 +17,16 @@ with foreground, from masks), :func:`best_pair` (the solver on a pixels x frames
 
 Layers (each imports only those below it; docs/layout.md)
 ------
-- :mod:`bpvideo.api`, :mod:`bpvideo.live`, :mod:`bpvideo.batch`, :mod:`bpvideo._cli`: the
-  library's face (files and arrays; live streams), batch runs, the command line.
-- :mod:`bpvideo.pipeline`: the plan of a job, windows of frames solved and finished into
-  blocks.
-- :mod:`bpvideo.io`: frames in (files, folders, pipes, arrays), sinks out (the output
-  folder, arrays) and the report.
+- :mod:`bpvideo.job`, :mod:`bpvideo.api`, :mod:`bpvideo.model`, :mod:`bpvideo.batch`,
+  :mod:`bpvideo._cli`: the library's face (a job of any source: files, folders, pipes,
+  live streams; arrays; learned models), batch runs, the command line.
+- :mod:`bpvideo.pipeline`: the plan of a job, windows of frames (or a live stream's
+  batches) solved and finished into blocks.
+- :mod:`bpvideo.background`: the background model (reference, light, the live update
+  policy) and its tuned constants.
+- :mod:`bpvideo.sources`: frames in (files, folders, pipes, URLs, devices, arrays);
+  :mod:`bpvideo.sinks`: outputs (the result folder, its files declared once, segments,
+  arrays, raw masks), the report, the write guard.
 - :mod:`bpvideo.masks`: binary foreground masks from a solution (rule, thresholds,
   shadows).
 - :mod:`bpvideo.solvers`: the best-pair solver, baselines, backends (pure numpy, no I/O).
@@ -33,13 +37,13 @@ Layers (each imports only those below it; docs/layout.md)
 """
 
 from bpvideo._version import __version__
-from bpvideo.api import Separation, iter_separate, separate, separate_file
+from bpvideo.api import Separation, iter_separate, separate
 from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
 from bpvideo.evaluate.scoring import evaluate
-from bpvideo.io.rederive import events  # the function: bpvideo.events(masks, fps=...)
-from bpvideo.live import LiveSeparator, separate_live
-from bpvideo.model import BackgroundModel
+from bpvideo.job import separate_file, separate_live
+from bpvideo.model import BackgroundModel, LiveSeparator
 from bpvideo.records import Report
+from bpvideo.sinks.rederive import events  # the function: bpvideo.events(masks, fps=...)
 from bpvideo.solvers.best_pair import best_pair
 
 __all__ = [

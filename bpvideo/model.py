@@ -1,5 +1,7 @@
 """A background learned once and applied to new frames without solving again
-(:class:`BackgroundModel`), as OpenCV's background subtractors are used."""
+(:class:`BackgroundModel`), as OpenCV's background subtractors are used; one that keeps
+learning as frames arrive (:class:`LiveSeparator`, the live update policy of
+:func:`bpvideo.separate_live`)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,19 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bpvideo.api import open_arrays, settings_of
+from bpvideo.api import open_arrays
+from bpvideo.background import tuning
+from bpvideo.background.online import OnlineBackground
 from bpvideo.errors import InputError
-from bpvideo.io.arrays import open_frames
-from bpvideo.io.sources import open_source
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
+from bpvideo.pipeline.online import apply_batch, learn_frames, online_background
+from bpvideo.records import Stopwatch
+from bpvideo.settings import settings_of
 from bpvideo.solvers._common import Callback
+from bpvideo.sources.arrays import as_bgr, open_frames
+from bpvideo.sources.files import open_source
 
-__all__ = ["BackgroundModel"]
+__all__ = ["BackgroundModel", "LiveSeparator"]
 
 
 class BackgroundModel:
@@ -144,3 +151,86 @@ def _is_one_frame(frames: Any, native_size: tuple[int, int]) -> bool:
         return True
     # (H', W', C): one frame of another size (refused with its size), not H' grey frames
     return frames.ndim == 3 and frames.shape[2] in (1, 3, 4) and frames.shape[1:] != (h, w)
+
+
+class LiveSeparator(BackgroundModel):
+    """A background model that keeps learning: ``apply(frame)`` masks a frame and lets the
+    model follow the scene (light that drifts, a parked car absorbed after ``absorb``
+    seconds), as :func:`separate_live` does for streams.
+
+    ``fit(frames)`` learns the first model (as :class:`~bpvideo.BackgroundModel`);
+    without it, the first :data:`~bpvideo.background.tuning.LEARN_SECONDS` of frames given to
+    :meth:`apply` are learned on (their masks are returned once learned: ``apply`` returns
+    None until then).
+
+    Parameters
+    ----------
+    fps : float
+        Frames per second of the frames given (``absorb`` is in seconds).
+    **options
+        Options of ``bpvideo separate`` (``absorb``, ``rank``, thresholds ...).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bpvideo
+    >>> rng = np.random.default_rng(0)
+    >>> frames = rng.normal(100, 2, (60, 24, 32)).clip(0, 255).astype(np.uint8)
+    >>> live = bpvideo.LiveSeparator(fps=10).fit(frames[:30])
+    >>> frame = frames[40].copy()
+    >>> frame[5:12, 5:12] = 250
+    >>> mask = live.apply(frame)
+    >>> bool(mask[8, 8]), bool(mask[20, 25])
+    (True, False)
+    """
+
+    _samples = True
+
+    def __init__(self, *, fps: float = 25.0, **options: Any) -> None:
+        super().__init__(**options)
+        self.fps = float(fps)
+        self.online: OnlineBackground | None = None
+        self._pending: list[np.ndarray] = []
+        self._index = 0
+        self._clock = Stopwatch()
+
+    def fit(self, frames: Any, /, *, callback: Any = None) -> LiveSeparator:
+        super().fit(frames, callback=callback)
+        self.online = online_background(self.learned, self.settings, self.fps)
+        return self
+
+    def apply(self, frames: Any, /) -> np.ndarray | None:
+        """Masks of new frames (one (H, W[, 3]) frame, or (T, H, W[, 3])); the model takes
+        them in. None while the first model is still being learned."""
+        single = isinstance(frames, np.ndarray) and (
+            frames.ndim == 2 or (frames.ndim == 3 and frames.shape[2] in (1, 3))
+        )
+        batch = [as_bgr(f, i) for i, f in enumerate([frames] if single else frames)]
+        if self.online is None:
+            self._pending += batch
+            if len(self._pending) < max(
+                self.settings.rank + 2, round(tuning.LEARN_SECONDS * self.fps)
+            ):
+                return None
+            batch, self._pending = self._pending, []
+            with threadpool_limits(limits=1, user_api="blas"):
+                self._learned = learn_frames(batch, self.settings, self.fps, "frames",
+                                             samples=True)  # fmt: skip
+            self.online = online_background(self._learned, self.settings, self.fps)
+            single = False
+        masks = []
+        with threadpool_limits(limits=1, user_api="blas"):
+            for lo in range(0, len(batch), tuning.MOST_FRAMES):  # the model follows along
+                part = list(enumerate(batch[lo : lo + tuning.MOST_FRAMES], self._index))
+                self._index += len(part)
+                blocks = apply_batch(self.online, part, self.settings, self._index, self.fps,
+                                     self._clock)  # fmt: skip
+                masks += [b.masks for b in blocks]
+        self._learned = self.online.learned
+        out = np.concatenate(masks)
+        return out[0] if single else out
+
+    @property
+    def updates(self) -> int:
+        """Re-solves swapped in so far."""
+        return 0 if self.online is None else self.online.updates

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bpvideo.io.stream import FrameSource
     from bpvideo.records import Plan
+    from bpvideo.sources.stream import FrameSource
 
 __all__ = ["STAGES", "Progress", "ProgressCallback", "Tracker", "expected_windows", "track"]
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from bpvideo._cli import main
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 
 FPS = 25.0
 

@@ -22,33 +22,46 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 KERNELS = "bpvideo.solvers"
 
-#: layer -> the layers it must never import (prefixes of module names).
+#: layer -> the layers it must never import (prefixes of module names). The order, lowest
+#: first: errors, limits, records, times < solvers < masks < events < settings < sources <
+#: sinks < background < pipeline < api, model < batch < _cli (docs/layout.md).
+ABOVE_SOURCES = ("bpvideo.sinks", "bpvideo.background", "bpvideo.pipeline")
+FACE = ("bpvideo.api", "bpvideo.model", "bpvideo.batch", "bpvideo._cli")
 FORBIDDEN = {
-    "bpvideo.io": ("bpvideo.pipeline", "bpvideo.api", "bpvideo.batch", "bpvideo._cli"),
-    "bpvideo.solvers": ("bpvideo.settings", "bpvideo.pipeline", "bpvideo.io", "bpvideo.masks"),
-    "bpvideo.masks": ("bpvideo.pipeline", "bpvideo.io", "bpvideo.settings", "bpvideo.api"),
-    "bpvideo.pipeline": ("bpvideo.api", "bpvideo.batch", "bpvideo._cli"),
-    "bpvideo.settings": ("bpvideo.pipeline", "bpvideo.io", "bpvideo.api", "bpvideo._cli"),
+    "bpvideo.sources": (*ABOVE_SOURCES, *FACE),
+    "bpvideo.sinks": ("bpvideo.background", "bpvideo.pipeline", *FACE),
+    "bpvideo.background": ("bpvideo.sinks", "bpvideo.pipeline", *FACE),
+    "bpvideo.pipeline": ("bpvideo.sinks", *FACE),
+    "bpvideo.solvers": ("bpvideo.settings", "bpvideo.masks", "bpvideo.sources", *ABOVE_SOURCES),
+    "bpvideo.masks": ("bpvideo.settings", "bpvideo.sources", *ABOVE_SOURCES, *FACE),
+    "bpvideo.settings": ("bpvideo.sources", *ABOVE_SOURCES, *FACE),
     "bpvideo.events": (
-        "bpvideo.io",
-        "bpvideo.pipeline",
         "bpvideo.settings",
         "bpvideo.masks",
         "bpvideo.solvers",
-        "bpvideo.api",
-        "bpvideo.batch",
-        "bpvideo._cli",
+        "bpvideo.sources",
+        *ABOVE_SOURCES,
+        *FACE,
     ),
+    "bpvideo.times": ("bpvideo.",),
     "bpvideo.records": ("bpvideo.",),
     "bpvideo.limits": ("bpvideo.",),
     "bpvideo.errors": ("bpvideo.",),
 }
 #: What the lowest modules may import all the same.
-ALLOWED = {"bpvideo.records": ("bpvideo._version",)}
+ALLOWED = {
+    "bpvideo.records": ("bpvideo._version",),
+    "bpvideo.times": ("bpvideo.errors", "bpvideo.limits"),
+}
+#: The live path: how a live stream is read and how its background is kept current. It
+#: names no sink: a live run's outputs are the sinks of every run (docs/layout.md).
+LIVE_PATH = ("bpvideo.sources.live", "bpvideo.background.online", "bpvideo.pipeline.online")
+#: The largest share of the package's lines that one subpackage may hold.
+MAX_PACKAGE_SHARE = 0.2
 
 
 def module_name(path: Path) -> str:
-    """``bpvideo.io.sources`` of ``bpvideo/io/sources.py`` (a package: its folder's name)."""
+    """``bpvideo.sources.files`` of ``bpvideo/sources/files.py`` (a package: its folder's name)."""
     parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -163,3 +176,17 @@ def test_functions_are_short() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{name}.{node.name}: {lines} lines")
     assert long == []
+
+
+def test_no_package_holds_more_than_a_fifth_of_the_code() -> None:
+    lines = {n: len(p.read_text().splitlines()) for n, p in MODULES.items()}
+    total = sum(lines.values())
+    packages = {n for n, p in MODULES.items() if p.name == "__init__.py" and n != "bpvideo"}
+    shares = {pkg: sum(k for n, k in lines.items() if _in(n, pkg)) / total for pkg in packages}
+    assert {pkg: round(s, 3) for pkg, s in shares.items() if s > MAX_PACKAGE_SHARE} == {}
+
+
+@pytest.mark.parametrize("name", LIVE_PATH)
+def test_the_live_path_names_no_sink(name: str) -> None:
+    assert name in MODULES
+    assert sorted(dep for dep in GRAPH[name] if _in(dep, "bpvideo.sinks")) == []

@@ -115,8 +115,8 @@ def separate(
     Writes OUTDIR and prints its path (or, with --json, the summary) on stdout; one line
     per input when there are several (JSON lines with --json).
     """
-    from bpvideo.api import separate_file
-    from bpvideo.io.paths import expand_inputs, plan_outputs
+    from bpvideo.job import separate_file
+    from bpvideo.sinks.paths import expand_inputs, plan_outputs
 
     verbosity = verbosity_level(verbose, quiet)
     configure_logging(verbosity)  # --logfile once the guard has seen it
@@ -127,9 +127,8 @@ def separate(
         output = output if output is not None else file_output
         given = merge_options(from_file, given)
     settings = SeparateSettings.from_mapping(given)
-    if _live_run(list(inputs), output, settings, given, as_json):
-        return
-    paths = expand_inputs(list(inputs))
+    live = _is_live_run(list(inputs), settings)
+    paths = list(inputs) if live else expand_inputs(list(inputs))
     _check_streams(paths, settings)
     if len(paths) > 1 and settings.masks_to is not None:
         raise InputError(
@@ -139,6 +138,8 @@ def separate(
     outputs = [None] if len(paths) == 1 and output is None else plan_outputs(paths, output)
     _guard(paths, outputs, settings, config_file, logfile)
     configure_logging(verbosity, logfile)
+    if live:
+        return _live_run(paths[0], output, settings, given, as_json)
     callback, bar = iteration_table(verbosity), progress_bar(verbosity)
     failed = 0
     for path, out in zip(paths, outputs, strict=True):
@@ -173,54 +174,50 @@ def _guard(
     logfile: str | None,
 ) -> None:
     """No input may be another's output, nor the defaults file or ``--logfile`` any of
-    them (one input, no file of the command's own: :func:`separate_file` checks)."""
-    from bpvideo.io.guard import check_jobs, config_reads, logfile_access
-    from bpvideo.io.paths import default_output
-    from bpvideo.io.sources import check_input_name
+    them, whatever the source (one input, no file of the command's own: the job checks)."""
+    from bpvideo.job import output_path
+    from bpvideo.sinks.guard import check_jobs, config_reads, logfile_access
 
     if len(paths) == 1 and config_file is None and logfile is None:
         return
-    if len(paths) == 1:
-        check_input_name(paths[0])
-        if outputs[0] is not None and not str(outputs[0]).strip():
-            return  # refused by separate_file, with its message
-    jobs = []
-    for path, out in zip(paths, outputs, strict=True):
-        out = out if out is not None else "stdin-bpvideo" if path == "-" else default_output(path)
-        jobs.append((path, out, settings))
+    if len(paths) == 1 and outputs[0] is not None and not str(outputs[0]).strip():
+        return  # refused by the job, with its message
+    jobs = [(path, output_path(path, out, settings), settings)
+            for path, out in zip(paths, outputs, strict=True)]  # fmt: skip
     check_jobs(
         jobs, reads=config_reads(config_file, "the defaults file"), writes=logfile_access(logfile)
     )
 
 
-def _live_run(
-    inputs: list[str], output: str | None, settings: SeparateSettings, given: dict[str, Any],
-    as_json: bool,
-) -> bool:  # fmt: skip
-    """Run a live INPUT (a URL, or ``--live``): True when it was one (docs: usage.md,
-    "Live cameras"); refuse live options for files."""
-    from bpvideo.live import check_live_options, is_live
+def _is_live_run(inputs: list[str], settings: SeparateSettings) -> bool:
+    """Whether the run reads a live INPUT (a URL, or ``--live``); a live input takes the
+    whole run."""
+    from bpvideo.sources.live import is_live
 
-    live = [path for path in inputs if is_live(path, settings)]
-    if not live:
-        for path in inputs:
-            check_live_options(path, settings)
+    if not any(is_live(path, settings) for path in inputs):
         return False
     if len(inputs) > 1:
         raise InputError(
             f"a live input takes the whole run, got {len(inputs)} inputs: run one at a time",
             option=("live", True),
         )
-    from bpvideo.live import separate_live
+    return True
 
-    _check_streams(inputs, settings)
-    folders = separate_live(inputs[0], output, **given)
+
+def _live_run(
+    input: str, output: str | None, settings: SeparateSettings, given: dict[str, Any],
+    as_json: bool,
+) -> None:  # fmt: skip
+    """Run a live INPUT (docs: usage.md, "Live cameras"); print each result folder (or its
+    summary with ``--json``)."""
+    from bpvideo.job import separate_live
+
+    folders = separate_live(input, output, **given)
     if "-" in (settings.masks_to, settings.events_to):
-        return True  # stdout carries only data
+        return  # stdout carries only data
     for folder in folders:
         summary = (folder / "summary.json").read_text()
         click.echo(json.dumps(json.loads(summary)) if as_json else str(folder))
-    return True
 
 
 def _defaults_file(path: str, debug: bool) -> dict[str, Any]:

@@ -277,7 +277,7 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from bpvideo.io.outputs import STOP_SIGNALS
+    from bpvideo.sinks.outputs import STOP_SIGNALS
 
     previous = {}
     for signum in STOP_SIGNALS:
@@ -295,7 +295,7 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
 
 
 def _committed() -> list:
-    outputs = sys.modules.get("bpvideo.io.outputs")  # not loaded: nothing was written
+    outputs = sys.modules.get("bpvideo.sinks.outputs")  # not loaded: nothing was written
     return list(outputs.COMMITTED) if outputs is not None else []
 
 
@@ -345,7 +345,7 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
 
     Exit codes: 0 done, 1 failed work, 2 usage error, 130 interrupted (SIGINT, Ctrl-C),
     ``128 + N`` stopped by signal N (143 SIGTERM, 129 SIGHUP, 131 SIGQUIT...: the
-    :data:`~bpvideo.io.outputs.STOP_SIGNALS`). Interrupted runs remove their staged
+    :data:`~bpvideo.sinks.outputs.STOP_SIGNALS`). Interrupted runs remove their staged
     outputs first.
     """
     _open_closed_streams()

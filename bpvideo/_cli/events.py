@@ -30,7 +30,7 @@ overlay are not rewritten (run separate again with --clips / --overlay).
 
 
 def _event_options(func: Callable) -> Callable:
-    from bpvideo.io.rederive import EVENT_SETTINGS
+    from bpvideo.sinks.rederive import EVENT_SETTINGS
 
     specs = {name: spec for name, _, spec in option_specs()}
     for name in reversed(EVENT_SETTINGS):
@@ -61,7 +61,7 @@ def events(
     """
     from pathlib import Path
 
-    from bpvideo.io.rederive import rederive
+    from bpvideo.sinks.rederive import rederive
 
     configure_logging(verbosity_level(verbose, quiet), logfile)
     given = {k: v for k, v in options.items() if v is not None and v != ()}

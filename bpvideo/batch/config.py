@@ -43,14 +43,14 @@ from bpvideo.batch.checks import (
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
 from bpvideo.errors import InputError, shown
 from bpvideo.events.regions import image_specs_to
-from bpvideo.io.guard import check_usable
-from bpvideo.io.paths import expand_input, expand_template, template_fields
 from bpvideo.settings import (
     SeparateSettings,
     is_span,
     merge_options,
     option_specs,
 )
+from bpvideo.sinks.guard import check_usable
+from bpvideo.sinks.paths import expand_input, expand_template, template_fields
 
 __all__ = [
     "BatchConfig",

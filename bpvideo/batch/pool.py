@@ -77,7 +77,7 @@ def _worker_main(
     """A worker: run ``(fn, args)`` items from ``conn`` until told to stop (``None``)."""
     # Ctrl-C (and a hang-up, SIGQUIT) reach every process of the terminal's group: the
     # batch stops its workers. Other stop signals sent to a worker stop its job as SIGTERM.
-    from bpvideo.io.outputs import STOP_SIGNALS
+    from bpvideo.sinks.outputs import STOP_SIGNALS
 
     for signum in STOP_SIGNALS:
         group = signum in (signal.SIGINT, signal.SIGHUP, getattr(signal, "SIGQUIT", -1))

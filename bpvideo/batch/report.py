@@ -17,9 +17,9 @@ from typing import Any
 
 from bpvideo.batch.config import BatchConfig, Job
 from bpvideo.errors import InputError, WorkError
-from bpvideo.io.event_stream import batch_events_csv
-from bpvideo.io.headers import read_text
-from bpvideo.io.outputs import atomic_write_bytes, write_json
+from bpvideo.sinks.event_stream import batch_events_csv
+from bpvideo.sinks.outputs import atomic_write_bytes, write_json
+from bpvideo.sources.headers import read_text
 
 __all__ = ["BatchReport", "Progress", "events_path", "format_table", "read_report"]
 

@@ -34,9 +34,9 @@ from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.pool import WorkerPool, identities, wait_for
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
 from bpvideo.errors import BpvideoError, InputError, Terminated, literal
-from bpvideo.io.guard import Access, check_access, logfile_access, separate_access
-from bpvideo.io.outputs import signals_deferred
 from bpvideo.limits import REPORT_SUFFIX
+from bpvideo.sinks.guard import Access, check_access, logfile_access, separate_access
+from bpvideo.sinks.outputs import signals_deferred
 
 __all__ = [
     "BatchOptions",
@@ -95,7 +95,7 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
     """
     from threadpoolctl import threadpool_limits
 
-    from bpvideo.api import separate_file
+    from bpvideo.job import separate_file
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     result: dict[str, Any] = {"status": "failed", "frames": None, "error": None}

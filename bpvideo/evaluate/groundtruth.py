@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
-from bpvideo.io.headers import read_image, read_text
+from bpvideo.sources.headers import read_image, read_text
 
 __all__ = [
     "IS_BACKGROUND",

@@ -35,7 +35,7 @@ from typing import Any
 
 from bpvideo.errors import InputError
 from bpvideo.evaluate.groundtruth import GroundTruth
-from bpvideo.io.headers import read_text
+from bpvideo.sources.headers import read_text
 
 __all__ = ["MaskSet", "input_is_video", "map_frames", "mask_set"]
 

@@ -48,15 +48,15 @@ from bpvideo.evaluate.groundtruth import (
 )
 from bpvideo.evaluate.mapping import _list_masks, _resolve_masks, map_frames, mask_set
 from bpvideo.evaluate.metrics import DEFAULT_EPSILON, confusion_metrics, epsilon_proximity, ssim
-from bpvideo.io.guard import (
+from bpvideo.sinks.guard import (
     Access,
     check_access,
     folder_reads,
     groundtruth_reads,
     logfile_access,
 )
-from bpvideo.io.headers import read_image
-from bpvideo.io.outputs import atomic_write_bytes
+from bpvideo.sinks.outputs import atomic_write_bytes
+from bpvideo.sources.headers import read_image
 
 __all__ = ["Evaluation", "check_evaluation", "evaluate", "format_table"]
 

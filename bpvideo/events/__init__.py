@@ -5,7 +5,7 @@ blobs, bounding box), :func:`~bpvideo.events.detect.detect_events` the stretches
 frames with foreground, :mod:`~bpvideo.events.regions` the reported region of
 ``--roi`` / ``--exclude``; :class:`~bpvideo.events.recorder.EventRecorder` does it block
 by block. The files (``events.csv``, ``frames.csv``, the overlay, clips and report) are
-written by :mod:`bpvideo.io.event_sinks`.
+written by :mod:`bpvideo.sinks.events`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from bpvideo._spec import parse_time
 from bpvideo.events.table import FrameTable, timecode
+from bpvideo.times import parse_time
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -79,7 +79,7 @@ class Event:
 
 
 def frames_of(value: int | str, fps: float, name: str) -> int:
-    """Frames of a length given as frames or as a time (see :func:`~bpvideo._spec.parse_time`).
+    """Frames of a length given as frames or as a time (see :func:`~bpvideo.times.parse_time`).
 
     Examples
     --------

@@ -2,7 +2,7 @@
 
 A region spec is a polygon ``"x1,y1 x2,y2 x3,y3 ..."`` in pixels of the input, or the
 path of a mask image (non-zero inside). Specs are parsed here and polygons rasterised;
-mask images are read by the caller (:mod:`bpvideo.io.regions`), this module does no I/O.
+mask images are read by the caller (:mod:`bpvideo.sources.regions`), this module does no I/O.
 The reported region is the union of the ``--roi`` regions (the whole picture when there
 is none) minus the union of the ``--exclude`` regions.
 """

@@ -68,7 +68,7 @@ _TILE_COST = 500
 #: Pixels tested on their own patches at a time.
 _CHUNK = 1024
 #: Below this local variance (grey levels squared) a patch is flat for
-#: :func:`same_texture` (changed objects: :mod:`bpvideo.pipeline.reference`).
+#: :func:`same_texture` (changed objects: :mod:`bpvideo.background.reference`).
 _FLAT = 4.0
 
 

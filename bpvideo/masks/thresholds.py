@@ -52,7 +52,7 @@ MAD_SCALE = 1.4826
 #: Side of the box that smooths the per-pixel noise (a median of a few dozen frames).
 _SMOOTH = 3
 #: An entry agrees with the background within this many noise levels (also the
-#: reference background's consistency test, :mod:`bpvideo.pipeline.reference`).
+#: reference background's consistency test, :mod:`bpvideo.background.reference`).
 AGREE_K = 4.0
 #: ``|Z| < 0.3186`` for a quarter of Gaussian draws: the lower quartile of ``|residual|``
 #: over 0.3186 is the noise level while at most three quarters of the entries are

@@ -6,7 +6,7 @@
 - :mod:`~bpvideo.pipeline.windows`: cutting frames into windows, what a window hands on
   to the next;
 - :mod:`~bpvideo.pipeline.scale`: the solve scale and the full-resolution background;
-- :mod:`~bpvideo.pipeline.reference`, :mod:`~bpvideo.pipeline.light`: the reference
+- :mod:`~bpvideo.background.reference`, :mod:`~bpvideo.background.light`: the reference
   background and the light of each frame;
 - :mod:`~bpvideo.pipeline.solve`: solving one window;
 - :mod:`~bpvideo.pipeline.finish`: a solved window's blocks of frames, background, masks;

@@ -21,9 +21,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bpvideo.errors import InputError
-from bpvideo.io.regions import region_mask
-from bpvideo.io.sources import FrameSource
-from bpvideo.io.video import video_from_frames
 from bpvideo.masks import MaskModel
 from bpvideo.masks.appearances import Appearances
 from bpvideo.pipeline.finish import Solution, columns_to_frames, finish, window_info
@@ -33,6 +30,9 @@ from bpvideo.pipeline.scale import Background
 from bpvideo.records import Block, Plan, Stopwatch, WindowReport
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers._common import Callback
+from bpvideo.sources.files import FrameSource
+from bpvideo.sources.regions import region_mask
+from bpvideo.sources.video import video_from_frames
 
 __all__ = ["APPLY_FRAMES", "LearnedBackground", "iter_learned_blocks", "learn"]
 

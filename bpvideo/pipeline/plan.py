@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bpvideo.errors import InputError
-from bpvideo.io.sources import FrameSource
 from bpvideo.pipeline.memory import (
     OVERHEAD_BYTES,
     SIZE_PIXEL_BYTES,
@@ -31,6 +30,7 @@ from bpvideo.progress import Tracker
 from bpvideo.records import Plan, Stopwatch
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers._common import Callback
+from bpvideo.sources.files import FrameSource
 
 __all__ = ["MEMORY_FRACTION", "Job", "plan_run", "plan_window"]
 

@@ -20,15 +20,12 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bpvideo.background.empty_scene import span_scene
+from bpvideo.background.reference import Reference
 from bpvideo.errors import Diverged, InputError, literal
-from bpvideo.io.observation import load_observation_mask, random_observation
-from bpvideo.io.regions import region_mask
-from bpvideo.io.video import video_from_frames
 from bpvideo.masks import window_model
-from bpvideo.pipeline.empty_scene import span_scene
 from bpvideo.pipeline.finish import Solution, finish, window_info
 from bpvideo.pipeline.plan import Job, plan_window
-from bpvideo.pipeline.reference import Reference
 from bpvideo.pipeline.scale import Background, resize_columns, solve_size, solved_video_size
 from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
 from bpvideo.pipeline.spool import FrameSpool, SpooledVideo
@@ -36,6 +33,9 @@ from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, 
 from bpvideo.records import Block, Plan, Video, WindowReport
 from bpvideo.settings import format_span
 from bpvideo.solvers.backends import get_backend
+from bpvideo.sources.observation import load_observation_mask, random_observation
+from bpvideo.sources.regions import region_mask
+from bpvideo.sources.video import video_from_frames
 
 __all__ = ["iter_blocks", "iter_solutions"]
 

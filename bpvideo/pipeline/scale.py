@@ -13,10 +13,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from bpvideo.io.stream import scaled_size
 from bpvideo.records import Video
 from bpvideo.robust import masked_median
 from bpvideo.solvers import SolverResult
+from bpvideo.sources.stream import scaled_size
 
 __all__ = [
     "AUTO_SOLVE_MAX_PIXELS",
@@ -137,7 +137,7 @@ def solved_video_size(frame_shape: tuple[int, ...]) -> tuple[int, int]:
 
 def solve_size(frame_shape: tuple[int, ...], scale: float) -> tuple[int, int]:
     """``(w, h)`` of frames of ``frame_shape`` downscaled by ``scale`` for the solve (at
-    least 2 x 2: :func:`~bpvideo.io.stream.scaled_size` with ``least=2``)."""
+    least 2 x 2: :func:`~bpvideo.sources.stream.scaled_size` with ``least=2``)."""
     h, w = frame_shape[:2]
     return scaled_size(w, h, scale, least=2)
 

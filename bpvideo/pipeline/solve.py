@@ -13,13 +13,12 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import ConvergenceWarning
-from bpvideo.io.sources import FrameSource
-from bpvideo.pipeline.reference import (
+from bpvideo.background.reference import (
     Reference,
     auto_sparsity,
     observe_background,
 )
+from bpvideo.errors import ConvergenceWarning
 from bpvideo.pipeline.scale import (
     Background,
     effective_solve_scale,
@@ -45,6 +44,7 @@ from bpvideo.settings import INIT_METHODS, SeparateSettings
 from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
 from bpvideo.solvers.backends import Backend, resolve_device
+from bpvideo.sources.files import FrameSource
 
 __all__ = [
     "Solved",
@@ -73,7 +73,7 @@ def solve(
     A :class:`~bpvideo.errors.ConvergenceWarning` is logged (not raised) and recorded in
     the result's ``converged`` flag. ``L0``/``S0`` give an explicit starting point (the
     warm start of a window); otherwise ``settings.init`` chooses it. ``sparsity`` is the
-    alpha of ``sparsity="auto"`` (:func:`~bpvideo.pipeline.reference.auto_sparsity`).
+    alpha of ``sparsity="auto"`` (:func:`~bpvideo.background.reference.auto_sparsity`).
     """
     A = video.data if video.data.dtype.kind == "f" else video.data.astype(np.float32)
     solver, args, options = settings.solver_call()
@@ -164,7 +164,7 @@ def solve_window(
     ``--mask-rule support``), so that masks and outputs are computed at full resolution.
 
     With a reference background (:func:`uses_reference`) the solver observes only the
-    entries it explains (:func:`~bpvideo.pipeline.reference.observe_background`, handed
+    entries it explains (:func:`~bpvideo.background.reference.observe_background`, handed
     ``reference``, the previous window's); otherwise every entry, and the previous
     window's background columns (``carried``) are solved with the window's frames.
 

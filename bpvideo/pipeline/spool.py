@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
-from bpvideo.io.outputs import temp_failure
+from bpvideo.errors import temp_failure
 from bpvideo.records import Video
 
 __all__ = ["SEGMENT_FRAMES", "FrameSpool", "SpooledVideo"]
@@ -151,7 +151,7 @@ def _pwrite(fd: int, array: np.ndarray, offset: int) -> None:
 
 
 class SpooledVideo(Video):
-    """A window's frames in a :class:`FrameSpool`: the :class:`~bpvideo.io.video.Video`
+    """A window's frames in a :class:`FrameSpool`: the :class:`~bpvideo.sources.video.Video`
     accessors read them back; ``data`` is not held (None), ``small`` is the solve-scale
     matrix.
 

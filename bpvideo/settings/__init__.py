@@ -18,18 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from bpvideo._spec import (
-    TIME_FORMS,
-    Spec,
-    Time,
-    check_value,
-    format_span,
-    is_span,
-    option,
-    parse_size,
-    parse_span,
-    parse_time,
-)
 from bpvideo.errors import InputError
 from bpvideo.masks.options import MASK_RULES, MaskOptions
 from bpvideo.settings.events import EventSettings
@@ -52,8 +40,10 @@ from bpvideo.settings.names import (
 )
 from bpvideo.settings.output import X264_PRESETS, OutputSettings
 from bpvideo.settings.solver import INIT_METHODS, METHODS, PAPER_SPARSITY, SolverSettings
+from bpvideo.settings.spec import Spec, check_value, option, parse_size
 from bpvideo.solvers.backends import DEVICES
 from bpvideo.solvers.registry import solver_call
+from bpvideo.times import TIME_FORMS, Time, format_span, is_span, parse_span, parse_time
 
 __all__ = [
     "DEVICES",
@@ -88,6 +78,7 @@ __all__ = [
     "parse_size",
     "parse_span",
     "parse_time",
+    "settings_of",
 ]
 
 
@@ -170,22 +161,9 @@ class SeparateSettings(
                         option=(setting, getattr(self, setting)),
                     )
 
-    def not_live(self) -> SeparateSettings:
-        """Self, unless it holds options of live streams (``bpvideo.separate_live``'s).
-
-        Raises
-        ------
-        InputError
-            ``live``, ``segment`` or ``events_to`` is set.
-        """
-        if self.live or self.segment is not None or self.events_to is not None:
-            raise InputError("{live}, {segment} and {events_to} are options of live streams: "
-                             "use bpvideo.separate_live", option=("live", self.live))  # fmt: skip
-        return self
-
     def selection(self) -> dict[str, Any]:
         """``start``, ``frames``, ``end``, ``duration``, ``step``: which frames to read, as
-        :func:`~bpvideo.io.sources.open_source` takes them."""
+        :func:`~bpvideo.sources.files.open_source` takes them."""
         return {name: getattr(self, name) for name in ("start", "frames", "end", "duration",
                                                        "step")}  # fmt: skip
 
@@ -260,5 +238,24 @@ class SeparateSettings(
     def solver_sparsity(self) -> float:
         """``sparsity`` as a number: "auto" is :data:`PAPER_SPARSITY` here (a solve with a
         reference background estimates it instead, see
-        :func:`bpvideo.pipeline.reference.auto_sparsity`)."""
+        :func:`bpvideo.background.reference.auto_sparsity`)."""
         return PAPER_SPARSITY if self.sparsity == "auto" else float(self.sparsity)
+
+
+#: Options that only mean something for files (``separate_file``), not for arrays: those
+#: the option table marks ``arrays=False``.
+FILE_OPTIONS = tuple(name for name, _, spec in option_specs() if not spec.arrays)
+
+
+def settings_of(options: dict[str, Any], *, arrays: bool) -> SeparateSettings:
+    """Validated settings from keyword options; file-only options refused for arrays."""
+    settings = SeparateSettings.from_mapping(options)
+    if arrays:
+        for name in FILE_OPTIONS:
+            if getattr(settings, name) != default(name):
+                raise InputError(
+                    f"{{{name}}} applies to files: use bpvideo.separate_file (or "
+                    "BackgroundModel for a learned background)",
+                    option=(name, getattr(settings, name)),
+                )
+    return settings

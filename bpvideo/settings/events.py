@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpvideo._spec import option
 from bpvideo.limits import MAX_FRAMES
+from bpvideo.settings.spec import option
 
 __all__ = ["EventSettings"]
 

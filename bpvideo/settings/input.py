@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpvideo._spec import option
 from bpvideo.limits import FPS_RANGE, MAX_FRAMES
+from bpvideo.settings.spec import option
 
 __all__ = ["PIX_FMTS", "InputSettings"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpvideo._spec import option
 from bpvideo.limits import MAX_PIXELS, MAX_RADIUS
 from bpvideo.masks.options import MASK_RULES, NOISES, SHADOWS, MaskOptions
+from bpvideo.settings.spec import option
 
 __all__ = ["MASK_RULES", "NOISES", "SHADOWS", "MaskSettings"]
 

@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from bpvideo._spec import Spec
 from bpvideo.settings.events import EventSettings
 from bpvideo.settings.input import InputSettings
 from bpvideo.settings.live import LiveSettings
 from bpvideo.settings.masks import MaskSettings
 from bpvideo.settings.output import OutputSettings
 from bpvideo.settings.solver import SolverSettings
+from bpvideo.settings.spec import Spec
 
 __all__ = [
     "EXCLUSIVE",

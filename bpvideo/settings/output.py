@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpvideo._spec import option
+from bpvideo.settings.spec import option
 
 __all__ = ["X264_PRESETS", "OutputSettings"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpvideo._spec import option
 from bpvideo.limits import MAX_SECONDS, MAX_WINDOW
+from bpvideo.settings.spec import option
 from bpvideo.solvers.backends import DEVICES
 from bpvideo.solvers.best_pair import INITS
 from bpvideo.solvers.registry import REGISTRY, parameter_default

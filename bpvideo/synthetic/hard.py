@@ -1,7 +1,7 @@
 """Synthetic scenes of the classes where a one-image background fails, with known masks.
 
 Each class reproduces one kind of real footage on which the reference background of
-:mod:`bpvideo.pipeline.reference` and a rank-2 background collapse (issue 26):
+:mod:`bpvideo.background.reference` and a rank-2 background collapse (issue 26):
 
 - ``cover30``, ``cover50``, ``cover70``: a crowd standing in place (each person sways and
   stays for 50-90 % of the clip), covering 30, 50 or 70 % of the frame on average, so

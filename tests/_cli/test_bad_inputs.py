@@ -24,11 +24,11 @@ import cv2
 import numpy as np
 import pytest
 
-import bpvideo.io.outputs
+import bpvideo.sinks.outputs
 from bpvideo._cli import cli
-from bpvideo.io.outputs import STAGING_PREFIX
-from bpvideo.io.video import read_video
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.outputs import STAGING_PREFIX
+from bpvideo.sinks.writers import write_video
+from bpvideo.sources.video import read_video
 from tests.conftest import REPO, CliResult, output_files, tiny_frames
 
 # --- inputs ------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ def test_unwritable_outdir_permission(
     locked.mkdir()
     real_access = os.access
     monkeypatch.setattr(
-        bpvideo.io.outputs.os,
+        bpvideo.sinks.outputs.os,
         "access",
         lambda p, mode, **kw: False if Path(p) == locked else real_access(p, mode, **kw),
     )
@@ -437,7 +437,7 @@ def test_disk_full_leaves_nothing(
     no partial outputs, no staging folder, and no OUTDIR when this run created it."""
     calls = {"n": 0}
     real_write_bytes = Path.write_bytes
-    real_mkstemp = bpvideo.io.outputs.tempfile.mkstemp
+    real_mkstemp = bpvideo.sinks.outputs.tempfile.mkstemp
 
     def write_bytes(self: Path, data: bytes) -> int:
         if fail_at == "masks" and self.parent.name == "masks":
@@ -452,7 +452,7 @@ def test_disk_full_leaves_nothing(
         return real_mkstemp(*args, **kwargs)
 
     monkeypatch.setattr(Path, "write_bytes", write_bytes)
-    monkeypatch.setattr(bpvideo.io.outputs.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(bpvideo.sinks.outputs.tempfile, "mkstemp", mkstemp)
     out = tmp_path / "out"
     res = run_cli("separate", bad["clip"], "-o", out, "--rank", "1", "-q")
     assert_one_error_line(res, 1, r"out: writing the outputs failed", r"disk full.*free some space")

@@ -168,11 +168,11 @@ def test_progress_and_log_of_frames_read_ahead(caplog: pytest.LogCaptureFixture)
     the bar reaches the last window, the log counts every frame read."""
     import dataclasses
 
-    from bpvideo.api import drain
-    from bpvideo.io.arrays import open_frames
     from bpvideo.pipeline import Job, iter_blocks, plan_run
     from bpvideo.progress import track
     from bpvideo.settings import SeparateSettings
+    from bpvideo.sinks import drain
+    from bpvideo.sources.arrays import open_frames
     from tests.conftest import tiny_frames
 
     settings = SeparateSettings(rank=1, window=10, overlap=2, max_iter=3)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bpvideo.io.writers import VideoStream
+from bpvideo.sinks.writers import VideoStream
 from tests.conftest import output_files, process_env, read_masks
 
 # imageio-ffmpeg (and so the ffmpeg binary) missing, as on a GPU machine without it

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bpvideo import separate_file
-from bpvideo.io.writers import write_video
-from tests.io.test_event_sinks import EVENTS, FPS, bursts
+from bpvideo.sinks.writers import write_video
+from tests.sinks.test_events import EVENTS, FPS, bursts
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from bpvideo.errors import InputError
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 from tests._cli.test_bad_inputs import assert_one_error_line, run_process
 from tests.conftest import REPO, output_files, tiny_frames
 

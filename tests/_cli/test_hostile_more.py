@@ -16,7 +16,7 @@ from pathlib import Path
 import cv2
 import pytest
 
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 from tests._cli.test_bad_inputs import assert_one_error_line
 from tests.conftest import REPO, CliResult, output_files, tiny_frames
 
@@ -127,7 +127,7 @@ def test_names_in_an_ascii_locale_and_not_utf8(clip: Path, tmp_path: Path) -> No
 def test_variable_frame_rate_gives_one_mask_per_frame(run_cli, tmp_path: Path) -> None:
     """40 frames, a 2 s gap after the 20th: 40 masks (no copies), their times in
     summary.json, exit 0."""
-    from bpvideo.io._ffmpeg import executable
+    from bpvideo.sources.ffmpeg import executable
 
     vfr = tmp_path / "vfr.mkv"
     subprocess.run([executable(), "-loglevel", "error", "-f", "lavfi", "-i",

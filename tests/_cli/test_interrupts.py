@@ -22,9 +22,9 @@ import numpy as np
 import psutil
 import pytest
 
-from bpvideo.io.outputs import STAGING_PREFIX
-from bpvideo.io.video import read_video
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.outputs import STAGING_PREFIX
+from bpvideo.sinks.writers import write_video
+from bpvideo.sources.video import read_video
 from tests.conftest import REPO, default_signals, tiny_frames
 
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGQUIT: 131,

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bpvideo.io.outputs import STAGING_PREFIX
+from bpvideo.sinks.outputs import STAGING_PREFIX
 from tests.conftest import default_signals, f_measure, process_env, read_masks, street_frames
 from tests.live_helpers import FPS, free_port, serve, url, write_clip
 

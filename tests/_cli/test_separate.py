@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bpvideo.io.video import read_video
+from bpvideo.sources.video import read_video
 from tests.conftest import output_files, read_masks, tiny_frames
 
 LAYOUT = ["background.mp4", "background.png", "events.csv", "foreground.mp4", "frames.csv",
@@ -250,7 +250,7 @@ def test_masks_are_named_after_their_source_frames(run_cli, tiny_clip: Path, tmp
 
 
 def test_learn_on_some_frames_and_apply_to_all(run_cli, tmp_path: Path) -> None:
-    from bpvideo.io.writers import write_video
+    from bpvideo.sinks.writers import write_video
     from tests.conftest import f_measure, street_frames
 
     frames, truth = street_frames(n=120, seed=2)

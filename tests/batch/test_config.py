@@ -13,8 +13,8 @@ import pytest
 from bpvideo.batch.config import ConfigError, load_config, load_yaml
 from bpvideo.batch.run import completed
 from bpvideo.errors import InputError
-from bpvideo.io.paths import expand_template
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.paths import expand_template
+from bpvideo.sinks.writers import write_video
 from tests.conftest import REPO, tiny_frames
 
 

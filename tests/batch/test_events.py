@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from bpvideo.batch.report import events_path
-from bpvideo.io.writers import write_video
-from tests.io.test_event_sinks import EVENTS, FPS, bursts
+from bpvideo.sinks.writers import write_video
+from tests.sinks.test_events import EVENTS, FPS, bursts
 
 
 def test_batch_events_csv_lists_every_jobs_events(run_cli, tmp_path: Path):

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bpvideo.io.writers import write_video
+from bpvideo.sinks.writers import write_video
 from tests.conftest import REPO, default_signals, tiny_frames
 
 FAST = "    rank: 1\n"

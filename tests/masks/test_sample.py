@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bpvideo.io.video import video_from_frames
 from bpvideo.masks import sample as sampler
 from bpvideo.masks import sample_model
 from bpvideo.pipeline.scale import Background
 from bpvideo.settings import SeparateSettings
+from bpvideo.sources.video import video_from_frames
 
 
 def _window(seed: int = 0):

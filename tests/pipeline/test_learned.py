@@ -7,10 +7,10 @@ import pytest
 
 import bpvideo
 from bpvideo.errors import InputError
-from bpvideo.io.arrays import open_frames
-from bpvideo.io.video import video_from_frames
 from bpvideo.pipeline.learned import iter_learned_blocks, learn, robust_coefficients
 from bpvideo.settings import SeparateSettings
+from bpvideo.sources.arrays import open_frames
+from bpvideo.sources.video import video_from_frames
 from tests.conftest import f_measure, street_frames
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from bpvideo.errors import InputError
-from bpvideo.io.arrays import open_frames
-from bpvideo.io.summary import ReportBuilder
 from bpvideo.pipeline import Job, iter_blocks, iter_solutions
 from bpvideo.pipeline.finish import finish
 from bpvideo.settings import SeparateSettings
+from bpvideo.sinks.summary import ReportBuilder
+from bpvideo.sources.arrays import open_frames
 from tests.conftest import f_measure, street_frames
 
 

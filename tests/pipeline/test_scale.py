@@ -9,8 +9,6 @@ import cv2
 import numpy as np
 import pytest
 
-from bpvideo.io.video import read_video
-from bpvideo.io.writers import write_video
 from bpvideo.masks import foreground_masks
 from bpvideo.pipeline.scale import (
     AUTO_SOLVE_MAX_PIXELS,
@@ -23,7 +21,9 @@ from bpvideo.pipeline.scale import (
     upsample_factors,
 )
 from bpvideo.settings import SeparateSettings
+from bpvideo.sinks.writers import write_video
 from bpvideo.solvers import SolverResult
+from bpvideo.sources.video import read_video
 from bpvideo.synthetic import make_scene
 
 

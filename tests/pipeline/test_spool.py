@@ -24,7 +24,7 @@ def test_spool_reads_back_what_a_video_in_memory_holds(gray):
     try:
         indices = [spool.add(f) for f in frames]
         video = SpooledVideo(spool, indices, list(range(len(frames))), 25.0, "test")
-        memory = bpvideo.io.video.video_from_frames(list(enumerate(frames)), gray=gray)
+        memory = bpvideo.sources.video.video_from_frames(list(enumerate(frames)), gray=gray)
         assert video.shape == memory.shape
         cols = np.array([0, 3, len(frames) - 1])
         np.testing.assert_array_equal(video.rows(5, 700, cols, 3), memory.rows(5, 700, cols, 3))
@@ -57,7 +57,7 @@ def test_a_full_tmpdir_is_named_as_such(small_disk, tmp_path, monkeypatch) -> No
     """The spool fills TMPDIR (not the output's disk): the error says TMPDIR, the run
     keeps nothing, and the spool is gone."""
     from bpvideo.errors import WorkError
-    from bpvideo.io.writers import write_video
+    from bpvideo.sinks.writers import write_video
 
     clip = tmp_path / "big.mkv"
     write_video(clip, make_scene(320, 240, 6, seed=2).frames, 10.0, lossless=True)

@@ -10,9 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from bpvideo.io.video import read_video
-from bpvideo.io.writers import write_video
 from bpvideo.pipeline.windows import chunk_windows
+from bpvideo.sinks.writers import write_video
+from bpvideo.sources.video import read_video
 from bpvideo.synthetic import make_scene
 from tests.conftest import read_masks
 

@@ -1,0 +1,224 @@
+"""Events of masks in memory (:func:`events`) and of an output directory written before
+(:func:`rederive`: ``bpvideo events OUTDIR``), without solving again."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError, literal
+from bpvideo.events import Event, EventRecorder, FrameTable
+from bpvideo.settings import SeparateSettings, option_name
+from bpvideo.sinks.event_report import report_html
+from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
+from bpvideo.sinks.events import report_facts
+from bpvideo.sinks.guard import Access, check_access, region_reads
+from bpvideo.sinks.outputs import SUMMARY, atomic_write_bytes, signals_deferred, write_json
+from bpvideo.sources.headers import decode_image, read_image, read_text
+from bpvideo.sources.regions import region_mask
+
+__all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
+
+logger = logging.getLogger("bpvideo")
+
+#: The options that :func:`rederive` may change.
+EVENT_SETTINGS = ("min_event", "event_gap", "event_pad", "event_threshold", "roi", "exclude")
+#: Masks read at a time.
+BLOCK = 64
+
+
+def find_events(
+    masks: np.ndarray,
+    settings: SeparateSettings,
+    *,
+    fps: float,
+    numbers: Any = None,
+    times: Any = None,
+) -> tuple[FrameTable, list[Event]]:
+    """The frame table and events of (T, H, W) bool masks under ``settings``.
+
+    ``numbers`` (default 1, 2, ...) and ``times`` in seconds (default ``(number - 1) /
+    fps``) label the frames.
+    """
+    masks = np.asarray(masks, dtype=bool)
+    if masks.ndim != 3:
+        raise InputError(f"masks of shape {masks.shape}: give (T, H, W) booleans")
+    n = len(masks)
+    numbers = np.arange(1, n + 1) if numbers is None else np.asarray(numbers)
+    times = frame_times(numbers, fps) if times is None else np.asarray(times, dtype=np.float64)
+    if len(numbers) != n or len(times) != n:
+        raise InputError(f"{n} masks but {len(numbers)} numbers and {len(times)} times: give "
+                         "one of each per mask")  # fmt: skip
+    region = region_mask(settings.roi, settings.exclude, masks.shape[1:], settings.scale)
+    recorder = EventRecorder(fps, region, **event_options(settings))
+    for lo in range(0, n, BLOCK):
+        recorder.add(numbers[lo : lo + BLOCK], times[lo : lo + BLOCK], masks[lo : lo + BLOCK])
+    return recorder.finish()
+
+
+def events(masks: Any, /, *, fps: float = 25.0, times: Any = None, **options: Any) -> list[Event]:
+    """The events of foreground masks: stretches of frames with foreground.
+
+    Parameters
+    ----------
+    masks : (T, H, W) bool array_like
+        Foreground masks (:attr:`bpvideo.Separation.masks`, say).
+    fps : float, default 25
+        Frames per second (lengths given as times are turned into frames with it).
+    times : (T,) float array_like, optional
+        Seconds of each frame (default: ``index / fps``).
+    **options
+        ``event_threshold``, ``min_event``, ``event_gap``, ``event_pad``, ``roi``,
+        ``exclude`` as ``bpvideo separate`` takes them (frames, or times such as ``"2s"``).
+
+    Returns
+    -------
+    list of Event
+        ``event``, ``start_frame``/``end_frame`` (1-based, inclusive), ``start_time`` /
+        ``end_time`` (``HH:MM:SS.mmm``), ``duration``, ``peak_area``, ``x, y, w, h``.
+
+    Examples
+    --------
+    >>> import numpy as np, bpvideo
+    >>> masks = np.zeros((100, 24, 32), bool)
+    >>> masks[30:60, 5:10, 5:10] = True
+    >>> [(e.start_frame, e.end_frame, e.start_time) for e in bpvideo.events(masks, fps=25,
+    ...  event_pad=0)]
+    [(31, 60, '00:00:01.200')]
+    """
+    unknown = sorted(k for k in options if option_name(k) not in EVENT_SETTINGS)
+    if unknown:
+        raise InputError(f"unknown event option(s): {', '.join(unknown)}: the options are "
+                         f"{', '.join(EVENT_SETTINGS)}")  # fmt: skip
+    settings = SeparateSettings.from_mapping(options)
+    return find_events(masks, settings, fps=fps, times=times)[1]
+
+
+def _summary(outdir: Path) -> dict[str, Any]:
+    path = outdir / SUMMARY
+    if not path.is_file():
+        raise InputError(f"{literal(str(outdir))}: no {SUMMARY}: give an output directory of "
+                         "bpvideo separate (a complete one)")  # fmt: skip
+    try:
+        summary = json.loads(read_text(path, "the summary"))
+        summary["mask_numbers"], summary["fps"], summary["width"]
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{literal(str(path))}: not a summary of bpvideo separate: give an "
+                         "output directory of bpvideo separate") from None  # fmt: skip
+    return summary
+
+
+def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
+    """The seconds of ``frames.csv`` when it lists these frames, else from the rate."""
+    try:
+        with open(outdir / "frames.csv", newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader)
+            at, col = header.index("frame"), header.index("seconds")
+            listed, seconds = [], []
+            for row in reader:
+                listed.append(int(row[at]))
+                seconds.append(float(row[col]))
+        if listed == numbers:
+            return np.array(seconds)
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass
+    return frame_times(numbers, fps)
+
+
+def _read_mask(path: Path) -> np.ndarray:
+    image = decode_image(path, cv2.IMREAD_GRAYSCALE)  # from its bytes: any name
+    if image is None:
+        raise InputError(f"{literal(str(path))}: mask missing or unreadable: run bpvideo "
+                         "separate again")  # fmt: skip
+    return image > 127
+
+
+def _read_all(outdir: Path, numbers: list[int], times: np.ndarray, stream: EventStream,
+              backdrop: np.ndarray) -> None:  # fmt: skip
+    """Feed the masks of ``outdir``, :data:`BLOCK` at a time (read by two threads)."""
+    files = [outdir / "masks" / f"bin{n:06d}.png" for n in numbers]
+    with ThreadPoolExecutor(2) as pool:
+        for lo in range(0, len(files), BLOCK):
+            masks = np.stack(list(pool.map(_read_mask, files[lo : lo + BLOCK])))
+            frames = np.broadcast_to(backdrop, (len(masks), *backdrop.shape))
+            stream.add(numbers[lo : lo + BLOCK], masks, frames, times[lo : lo + BLOCK])
+
+
+def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
+    """Find the events of an output directory again from its masks; rewrite
+    ``events.csv``, ``frames.csv``, ``report.html`` and summary.json's ``events``.
+
+    Parameters
+    ----------
+    outdir : str or Path
+        An output directory of ``bpvideo separate``.
+    **options
+        Event options over the run's own (:data:`EVENT_SETTINGS`); a region can only
+        narrow the run's (its masks hold no foreground outside the run's region).
+
+    Returns
+    -------
+    dict
+        The summary, as rewritten.
+    """
+    outdir = Path(outdir)
+    summary = _summary(outdir)
+    given = {option_name(k): v for k, v in options.items() if v is not None}
+    unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
+    if unknown:
+        raise InputError(f"unknown event option(s): {', '.join(unknown)}")
+    run = {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
+    settings = SeparateSettings.from_mapping({**run, **given})
+    names = ("events.csv", "frames.csv", "report.html", SUMMARY)
+    check_access([Access(outdir / "masks", "the masks"), *region_reads(settings)],
+                 [Access(outdir / n, "the output", "OUTDIR") for n in names])  # fmt: skip
+    numbers = [int(n) for n in summary["mask_numbers"]]
+    fps = float(summary["fps"]) * settings.step
+    shape = (int(summary["height"]), int(summary["width"]))
+    times = _times(outdir, numbers, fps)
+    region = region_mask(settings.roi, settings.exclude, shape, settings.scale)
+    still = read_image(outdir / "background.png", cv2.IMREAD_COLOR)
+    if still is None or still.shape[:2] != shape:
+        still = None
+    backdrop = np.zeros((*shape, 3), np.uint8) if still is None else still
+    staged = outdir / f".bpvideo-frames-{os.getpid()}.csv"
+    stream = EventStream(staged, fps, region, settings)
+    try:
+        _read_all(outdir, numbers, times, stream, backdrop)
+        found = stream.finish()
+        page = report_html(
+            title=str(summary.get("input", outdir)),
+            series=stream.series.arrays(),
+            events=found,
+            thumbs=stream.thumbs.of(found),
+            background_png=(outdir / "background.png").read_bytes() if still is not None else None,
+            settings=settings.to_dict(),
+            facts=report_facts(
+                str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
+            ),
+        )
+        changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
+        summary["settings"] = {**summary.get("settings", {}), **changed}
+        summary["events"] = [e.row() for e in found]
+        outputs = summary.get("outputs") or {}
+        outputs.update({"events": "events.csv", "frames": "frames.csv", "report": "report.html"})
+        summary["outputs"] = outputs
+        with signals_deferred():  # the four files are replaced together (Ctrl-C waits)
+            atomic_write_bytes(outdir / "events.csv", events_csv(found))
+            os.replace(staged, outdir / "frames.csv")
+            atomic_write_bytes(outdir / "report.html", page.encode())
+            write_json(outdir / SUMMARY, summary)  # last: the directory stays a complete result
+    finally:
+        stream.abort()
+        staged.unlink(missing_ok=True)
+    logger.info("%s: %d event(s) in %d frame(s)", outdir, len(found), stream.frames)
+    return summary

@@ -1,0 +1,159 @@
+"""Times and spans of frames as options write them: a frame number (``1500``), seconds
+(``90s``), ``HH:MM:SS[.ms]`` (:func:`parse_time`), and ``START:END`` spans of frames
+(:func:`parse_span`). A low module: the settings, the sources and the events parse with it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bpvideo.errors import InputError
+
+__all__ = ["TIME_FORMS", "Time", "format_span", "is_span", "parse_span", "parse_time"]
+
+
+def _bad(name: str, value: Any, rule: str) -> InputError:
+    """``name=value rule`` (``start=-1 must be ...``), about option ``name``."""
+    return InputError(f"{{{name}=}} {rule}", option=(name, value), rule=rule)
+
+
+def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
+    """``(start, end)`` frame indices from ``"START:END"`` (END may be empty: to the end).
+
+    Parameters
+    ----------
+    value : str or (int, int)
+        ``"0:200"``, ``"100:"`` or a pair of integers; ``end`` is excluded (as a slice).
+    name : str
+        The option, for messages.
+
+    Returns
+    -------
+    (int, int or None)
+
+    Examples
+    --------
+    >>> parse_span("0:200"), parse_span((10, 20)), parse_span("100:")
+    ((0, 200), (10, 20), (100, None))
+    """
+    try:
+        if isinstance(value, str):
+            first, sep, last = value.replace(" ", "").partition(":")
+            if not sep:
+                raise ValueError
+            start, end = int(first or 0), (int(last) if last else None)
+        else:
+            start, end = (int(v) for v in value)
+    except (TypeError, ValueError, OverflowError):  # Overflow: a YAML .inf
+        raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
+    if start < 0 or (end is not None and end < start + 2):
+        raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")
+    from bpvideo.limits import MAX_FRAMES
+
+    if max(start, end or 0) > MAX_FRAMES:
+        raise _bad(name, value, f"must have START and END <= {MAX_FRAMES}")
+    return start, end
+
+
+def format_span(span: tuple[int, int | None]) -> str:
+    """``"START:END"`` (see :func:`parse_span`)."""
+    return f"{span[0]}:{'' if span[1] is None else span[1]}"
+
+
+#: The forms of a time option, for help and messages.
+TIME_FORMS = (
+    "a frame number (1500), seconds (90s, 2.5s) or HH:MM:SS[.ms] (00:01:30), or minutes or "
+    "hours (10m, 1h)"
+)
+_TIMECODE = re.compile(r"^([0-9]+):([0-5]?[0-9]):([0-5]?[0-9](?:\.[0-9]+)?)$")
+_SECONDS = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smh])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600}
+
+
+@dataclass(frozen=True)
+class Time:
+    """A point or a length in a video: a number of frames, or seconds.
+
+    Attributes
+    ----------
+    frames : int or None
+        Frames (a plain integer was given).
+    seconds : float or None
+        Seconds (``90s`` or ``HH:MM:SS[.ms]`` was given).
+    """
+
+    frames: int | None = None
+    seconds: float | None = None
+
+    def to_frames(self, fps: float) -> int:
+        """The frame count (or 0-based frame index) at ``fps`` frames per second: the
+        nearest frame to a time (halves round up)."""
+        if self.frames is not None:
+            return self.frames
+        assert self.seconds is not None
+        return math.floor(self.seconds * fps + 0.5)
+
+
+def parse_time(value: Any, name: str = "start") -> Time:
+    """A frame number or a time, as PySceneDetect and DVR-Scan take them.
+
+    Parameters
+    ----------
+    value : int or str
+        A plain integer is frames (``1500``, ``"1500"``); ``"90s"`` or ``"2.5s"`` is
+        seconds (``"10m"``, ``"1h"``: minutes, hours); ``"HH:MM:SS"`` or
+        ``"HH:MM:SS.mmm"`` is a timecode.
+    name : str
+        The option, for messages.
+
+    Returns
+    -------
+    Time
+
+    Raises
+    ------
+    InputError
+        Any other form (a float, ``"1:30"``, ``"90 sec"``), with the forms accepted.
+
+    Examples
+    --------
+    >>> parse_time(1500), parse_time("90s"), parse_time("00:01:30.5")
+    (Time(frames=1500, seconds=None), Time(frames=None, seconds=90.0), \
+Time(frames=None, seconds=90.5))
+    >>> parse_time("00:01:30").to_frames(25), parse_time("2.5s").to_frames(29.97)
+    (2250, 75)
+    >>> parse_time("1h"), parse_time("1.5m")
+    (Time(frames=None, seconds=3600.0), Time(frames=None, seconds=90.0))
+    """
+    if isinstance(value, bool):
+        raise _bad(name, value, f"must be {TIME_FORMS}")
+    if isinstance(value, int):
+        return Time(frames=value)
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if re.fullmatch("[-+]?[0-9]+", text):
+        return Time(frames=int(text))  # a negative one is refused by the bounds
+    seconds = _SECONDS.match(text)
+    if seconds:
+        return Time(seconds=float(seconds.group(1)) * _UNIT[seconds.group(2)])
+    code = _TIMECODE.match(text)
+    if code:
+        hours, minutes, secs = code.groups()
+        return Time(seconds=int(hours) * 3600 + int(minutes) * 60 + float(secs))
+    hint = ""
+    if isinstance(value, float) or re.fullmatch(r"[0-9]*\.[0-9]+", text):
+        hint = f" (seconds take an s: {value}s)"
+    elif re.fullmatch(r"[0-9]+:[0-5][0-9](\.[0-9]+)?", text):
+        hint = f" (minutes and seconds: 00:{text.zfill(5)})"
+    raise _bad(name, value, f"must be {TIME_FORMS}{hint}")
+
+
+def is_span(spec: str) -> bool:
+    """Whether ``background_from`` names frames (``START:END``) rather than an image."""
+    try:
+        parse_span(spec, "background_from")
+    except InputError:
+        return False
+    return True

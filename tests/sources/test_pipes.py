@@ -1,0 +1,124 @@
+"""stdin pipes: raw frames, y4m and containers in, raw masks out (``--masks-to -``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from bpvideo.errors import InputError, WorkError
+from bpvideo.sinks.writers import write_video
+from bpvideo.sources.files import open_source
+from bpvideo.sources.video import read_video
+from tests.conftest import bpvideo_process, process_env, read_masks, tiny_frames
+
+
+@pytest.fixture(scope="module")
+def piped_frames(tmp_path_factory: pytest.TempPathFactory) -> tuple[np.ndarray, Path]:
+    frames, _ = tiny_frames(n=60)
+    path = tmp_path_factory.mktemp("pipe") / "clip.mkv"
+    write_video(path, frames, 25.0, lossless=True)
+    return frames, path
+
+
+def test_real_pipe_matches_file_run(piped_frames, tmp_path: Path) -> None:
+    frames, path = piped_frames
+    h, w = frames.shape[1:3]
+    opts = ["--window", "25", "--overlap", "5", "--rank", "1", "-q"]
+    ref = bpvideo_process("separate", path, "-o", tmp_path / "file", *opts)
+    assert ref.returncode == 0, ref.stderr
+    assert ref.stdout.decode().strip() == str(tmp_path / "file")
+    raw = frames.tobytes()  # bgr24, as ffmpeg -f rawvideo -pix_fmt bgr24 - writes
+    piped = bpvideo_process("separate", "-", "--size", f"{w}x{h}", "--pix-fmt", "bgr24",
+                            "--fps", "25", "-o", tmp_path / "pipe", "--masks-to", "-", *opts,
+                            stdin=raw)  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert len(piped.stdout) == 60 * h * w  # stdout carries only the mask bytes
+    out = np.frombuffer(piped.stdout, np.uint8).reshape(60, h, w)
+    expected = read_masks(tmp_path / "file" / "masks")
+    for j in range(60):  # frame by frame
+        assert np.array_equal(out[j], expected[j]), f"frame {j}"
+    assert np.array_equal(read_masks(tmp_path / "pipe" / "masks"), expected)
+    summary = json.loads((tmp_path / "pipe" / "summary.json").read_text())
+    assert summary["input"] == "stdin" and summary["fps"] == 25.0 and summary["frames"] == 60
+
+
+def test_gray_pipe_and_truncated_frame(piped_frames, tmp_path: Path) -> None:
+    frames, _ = piped_frames
+    gray = np.stack([cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in frames[:20]])
+    ok = bpvideo_process("separate", "-", "--size", "48x36", "-o", tmp_path / "g", "-q",
+                         "--rank", "1", stdin=gray.tobytes())  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads((tmp_path / "g" / "summary.json").read_text())["frames"] == 20
+    bad = bpvideo_process("separate", "-", "--size", "48x36", "-o", tmp_path / "t", "--rank",
+                          "1", stdin=gray.tobytes()[:-100])  # fmt: skip
+    assert bad.returncode == 1
+    lines = bad.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and "stream ended inside frame 19" in lines[0], bad.stderr
+    assert not (tmp_path / "t").exists()  # nothing half-written
+
+
+def test_closed_stdout_ends_quietly(piped_frames, tmp_path: Path) -> None:
+    frames, _ = piped_frames
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bpvideo", "separate", "-", "--size", "48x36", "--pix-fmt",
+         "bgr24", "-o", str(tmp_path / "b"), "--masks-to", "-", "--window", "20",
+         "--overlap", "2", "--rank", "1", "-q"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(),
+    )  # fmt: skip
+    data = np.concatenate([frames] * 3).tobytes()
+
+    def feed() -> None:  # from a thread: bpvideo writes masks while it still reads
+        try:
+            proc.stdin.write(data)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    proc.stdout.read(100)  # the reader takes a little and goes away
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=300)
+    feeder.join()
+    assert err == "", err  # no traceback, no message
+    assert code == 1
+    assert not (tmp_path / "b" / "summary.json").exists()
+
+
+def test_y4m_and_container_on_stdin(piped_frames, tmp_path: Path) -> None:
+    import imageio_ffmpeg
+
+    frames, path = piped_frames
+    y4m = tmp_path / "clip.y4m"
+    subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-i", str(path), "-frames:v",
+         "10", "-f", "yuv4mpegpipe", "-pix_fmt", "yuv420p", str(y4m)],
+        check=True,
+    )  # fmt: skip
+    reference = read_video(y4m, gray=False).frames  # ffmpeg's own YUV -> BGR
+    src = open_source("-", stdin=io.BytesIO(y4m.read_bytes()))
+    assert (src.width, src.height, src.fps) == (48, 36, 25.0)
+    got = np.stack([f for _, f in src.frames])
+    assert got.shape == reference.shape
+    assert np.abs(got.astype(int) - reference.astype(int)).mean() < 2.0
+    # A container (Matroska/FFV1) is decoded by an ffmpeg child.
+    src = open_source("-", stdin=io.BytesIO(path.read_bytes()), frames=12, step=2)
+    got = np.stack([f for _, f in src.frames])
+    assert got.shape == (12, 36, 48, 3)
+    assert np.abs(got.astype(int) - frames[:24:2].astype(int)).mean() < 2.0
+    with pytest.raises(InputError, match="stdin cannot be decoded"):
+        open_source("-", stdin=io.BytesIO(b"this is not a video" * 100))
+    with pytest.raises(InputError, match="is empty"):
+        open_source("-", stdin=io.BytesIO(b""))
+    truncated = io.BytesIO(y4m.read_bytes()[:-50])
+    with pytest.raises(WorkError, match="truncated"):
+        list(open_source("-", stdin=truncated).frames)
