@@ -206,10 +206,12 @@ def run_job(
             if settings.groundtruth is not None:  # checked before the work, used after it
                 check_groundtruth(settings.groundtruth, source.width, source.height)
             plan = plan_run(source, settings)
+            once = settings.learn is not None or settings.learn_from is not None
+            tracker = None if live else track(progress, source, None if once else plan)
+            if tracker is not None:
+                callback = tracker.solver_callback(callback)
+            job = Job(source, settings, plan, clock, callback, tracker)
             learned = None if live else _learned(input, settings, callback, clock)
-            tracker = None if live else track(progress, source, plan if learned is None else None)
-            job = Job(source, settings, plan, clock, tracker and tracker.solver_callback(callback),
-                      tracker)  # fmt: skip
             blocks, solved = _blocks(job, input, reader, learned)
             results = _results(out_path, job, solved, live)
             drain(blocks, [results, *_beside(job, live)], tracker)

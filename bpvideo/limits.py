@@ -3,7 +3,7 @@
 Checked before any work: the options' own bounds (``low``, ``high`` and ``limit`` in
 :mod:`bpvideo.settings`) and what a file or a stream announces (frame sizes, rates, header
 lengths), so that a small input never costs more than its own memory estimate. A low
-module: the readers of :mod:`bpvideo.io`, the option table and the batch config all take
+module: the readers of :mod:`bpvideo.sources`, the option table and the batch config all take
 their numbers from here.
 """
 

@@ -33,6 +33,7 @@ from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, 
 from bpvideo.records import Block, Plan, Video, WindowReport
 from bpvideo.settings import format_span
 from bpvideo.solvers.backends import get_backend
+from bpvideo.solvers.registry import on_backend
 from bpvideo.sources.observation import load_observation_mask, random_observation
 from bpvideo.sources.regions import region_mask
 from bpvideo.sources.video import video_from_frames
@@ -237,7 +238,7 @@ def _warm_up(job: Job) -> WarmUp | None:
     """Load the compiled kernels in a thread while the frames are read, when a solve will
     use them."""
     source, settings, plan = job.source, job.settings, job.plan
-    if settings.method not in ("bestpair", "ncf"):
+    if not on_backend(settings.method):
         return None
     if plan.device == "cuda":
         return WarmUp(get_backend("cuda"))  # CuPy compiles its kernels while frames are read

@@ -40,10 +40,11 @@ from bpvideo.pipeline.windows import (
     with_carried,
 )
 from bpvideo.records import Video
-from bpvideo.settings import INIT_METHODS, SeparateSettings
+from bpvideo.settings import SeparateSettings
 from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
 from bpvideo.solvers.backends import Backend, resolve_device
+from bpvideo.solvers.registry import on_backend
 from bpvideo.sources.files import FrameSource
 
 __all__ = [
@@ -139,7 +140,7 @@ def solve_device(settings: SeparateSettings) -> str:
     InputError
         ``device="cuda"`` without CuPy or a GPU: the message says what to install.
     """
-    if settings.method not in INIT_METHODS:  # the baselines run on the CPU
+    if not on_backend(settings.method):  # the baselines run numpy on the CPU
         return "cpu"
     return resolve_device(settings.device)
 

@@ -42,7 +42,7 @@ from bpvideo.settings.output import X264_PRESETS, OutputSettings
 from bpvideo.settings.solver import INIT_METHODS, METHODS, PAPER_SPARSITY, SolverSettings
 from bpvideo.settings.spec import Spec, check_value, option, parse_size
 from bpvideo.solvers.backends import DEVICES
-from bpvideo.solvers.registry import solver_call
+from bpvideo.solvers.registry import on_backend, solver_call
 from bpvideo.times import TIME_FORMS, Time, format_span, is_span, parse_span, parse_time
 
 __all__ = [
@@ -112,7 +112,7 @@ class SeparateSettings(
                 f"{{overlap=}} must be < {{window}} ({self.window}): lower {{overlap}}",
                 option=("overlap", self.overlap),
             )
-        if self.device == "cuda" and self.method not in INIT_METHODS:
+        if self.device == "cuda" and not on_backend(self.method):
             raise InputError(
                 f"{{device='cuda'}} runs the bestpair and ncf methods, not {self.method}: use "
                 "{device='cpu'} or {method='bestpair'}",

@@ -18,7 +18,15 @@ from bpvideo.solvers.baselines import godec, ialm
 from bpvideo.solvers.best_pair import best_pair, ncf
 from bpvideo.solvers.rpca_gd import rpca_gd
 
-__all__ = ["REGISTRY", "SOLVERS", "SolverEntry", "get_solver", "parameter_default", "solver_call"]
+__all__ = [
+    "REGISTRY",
+    "SOLVERS",
+    "SolverEntry",
+    "get_solver",
+    "on_backend",
+    "parameter_default",
+    "solver_call",
+]
 
 
 @dataclass(frozen=True)
@@ -33,19 +41,25 @@ class SolverEntry:
         Options passed after ``A`` in this order (``rank``, ``sparsity``).
     keywords : tuple of str
         Options passed as keywords (``max_iter``, ``tol``, ``gamma`` ...).
+    on_backend : bool
+        Whether its iterations run on a :mod:`~bpvideo.solvers.backends` backend (numba's
+        compiled kernels, a CUDA GPU); the others run numpy on the CPU. Every solver takes
+        an observation mask (``mask=``).
     """
 
     function: Callable[..., SolverResult]
     positional: tuple[str, ...]
     keywords: tuple[str, ...]
+    on_backend: bool = False
 
 
 _ITERATION = ("max_iter", "tol")
 #: ``--method`` name -> its :class:`SolverEntry`.
 REGISTRY: dict[str, SolverEntry] = {
     "bestpair": SolverEntry(best_pair, ("rank", "sparsity"),
-                            (*_ITERATION, "init", "gamma", "a", "b", "sweeps")),
-    "ncf": SolverEntry(ncf, ("rank", "sparsity"), (*_ITERATION, "init", "sweeps")),
+                            (*_ITERATION, "init", "gamma", "a", "b", "sweeps"), on_backend=True),
+    "ncf": SolverEntry(ncf, ("rank", "sparsity"), (*_ITERATION, "init", "sweeps"),
+                       on_backend=True),
     "ialm": SolverEntry(ialm, (), _ITERATION),
     "godec": SolverEntry(godec, ("rank", "sparsity"), (*_ITERATION, "seed")),
     "rpca_gd": SolverEntry(rpca_gd, ("rank", "sparsity"), _ITERATION),
@@ -62,6 +76,12 @@ def get_solver(method: str) -> Callable[..., SolverResult]:
         raise InputError(
             f"{{method=}} must be one of: {', '.join(REGISTRY)}", option=("method", method)
         ) from None
+
+
+def on_backend(method: str) -> bool:
+    """Whether ``method``'s iterations run on a backend (numba, CUDA): see
+    :class:`SolverEntry`."""
+    return REGISTRY[method].on_backend
 
 
 def parameter_default(name: str, method: str = "bestpair") -> Any:

@@ -139,6 +139,10 @@ def check_live_options(input: str, settings: SeparateSettings) -> None:
             "them, or drop {live} for a file",
             option=("live", True),
         )
+    if settings.background_from not in ("auto", "none"):
+        raise InputError("{background_from} cannot be used on a live stream: its first "
+                         "seconds are learned; give {learn} frames where the scene is empty",
+                         option=("background_from", settings.background_from))  # fmt: skip
     for name in ("learn_from", "mask", "observe", "groundtruth", "preview", "end"):
         if getattr(settings, name) not in (None, False):
             raise InputError(f"{{{name}}} cannot be used on a live stream: drop it",
