@@ -4,6 +4,7 @@ clips and regions, on a clip with two bursts of motion and idle stretches betwee
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from bpvideo import separate_file
 from bpvideo.sinks.writers import write_video
 from bpvideo.sources.ffmpeg import probe
+from bpvideo.sources.files import iter_frames
 from tests.conftest import read_masks
 
 FPS = 10.0
@@ -119,6 +121,26 @@ def test_clips_of_a_folder_are_encoded_from_its_frames(tmp_path: Path):
     for row in rows:
         path = out / "clips" / f"event_{int(row['event']):04d}.mp4"
         assert probe(path).frame_count == int(row["end_frame"]) - int(row["start_frame"]) + 1
+
+
+def test_clips_of_stdin_are_cut_from_a_recording_of_it(tmp_path: Path):
+    """stdin cannot be read twice: its frames are recorded as they pass, the clips cut from
+    the recording hold the events' frames, and the recording is not left in the result."""
+    frames = bursts()[0]
+    raw = io.BytesIO(frames.tobytes())
+    out = tmp_path / "out"
+    separate_file("-", out, stdin=raw, size=f"{W}x{H}", pix_fmt="bgr24", fps=FPS,
+                  no_video=True, clips=True, **EVENTS)  # fmt: skip
+    rows = _csv(out / "events.csv")
+    assert len(rows) == 2
+    for row in rows:
+        path = out / "clips" / f"event_{int(row['event']):04d}.mp4"
+        got = np.stack([f for _, f in iter_frames(path)])
+        first, last = int(row["start_frame"]) - 1, int(row["end_frame"])  # masks count from 1
+        assert len(got) == last - first
+        errors = np.abs(got.astype(int) - frames[first:last].astype(int)).mean()
+        assert errors < 3  # H.264 at the default quality, the same frames
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
 
 
 def test_no_foreground_outside_the_regions(clip: Path, tmp_path: Path):
