@@ -22,6 +22,7 @@ from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, f
 from bpvideo.sinks.events import report_facts
 from bpvideo.sinks.guard import Access, check_access, region_reads
 from bpvideo.sinks.outputs import SUMMARY, atomic_write_bytes, signals_deferred, write_json
+from bpvideo.sinks.table import OUTPUTS
 from bpvideo.sources.headers import decode_image, read_image, read_text
 from bpvideo.sources.regions import region_mask
 
@@ -33,6 +34,9 @@ logger = logging.getLogger("bpvideo")
 EVENT_SETTINGS = ("min_event", "event_gap", "event_pad", "event_threshold", "roi", "exclude")
 #: Masks read at a time.
 BLOCK = 64
+
+#: The files ``bpvideo events`` writes again, by role (:mod:`bpvideo.sinks.table`).
+EVENT_FILES = {o.role: o.name for o in OUTPUTS if o.sink in ("EventsSink", "ReportSink")}
 
 
 def find_events(
@@ -178,7 +182,7 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
         raise InputError(f"unknown event option(s): {', '.join(unknown)}")
     run = {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
     settings = SeparateSettings.from_mapping({**run, **given})
-    names = ("events.csv", "frames.csv", "report.html", SUMMARY)
+    names = (*EVENT_FILES.values(), SUMMARY)
     check_access([Access(outdir / "masks", "the masks"), *region_reads(settings)],
                  [Access(outdir / n, "the output", "OUTDIR") for n in names])  # fmt: skip
     numbers = [int(n) for n in summary["mask_numbers"]]
@@ -210,12 +214,12 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
         summary["settings"] = {**summary.get("settings", {}), **changed}
         summary["events"] = [e.row() for e in found]
         outputs = summary.get("outputs") or {}
-        outputs.update({"events": "events.csv", "frames": "frames.csv", "report": "report.html"})
+        outputs.update(EVENT_FILES)
         summary["outputs"] = outputs
         with signals_deferred():  # the four files are replaced together (Ctrl-C waits)
-            atomic_write_bytes(outdir / "events.csv", events_csv(found))
-            os.replace(staged, outdir / "frames.csv")
-            atomic_write_bytes(outdir / "report.html", page.encode())
+            atomic_write_bytes(outdir / EVENT_FILES["events"], events_csv(found))
+            os.replace(staged, outdir / EVENT_FILES["frames"])
+            atomic_write_bytes(outdir / EVENT_FILES["report"], page.encode())
             write_json(outdir / SUMMARY, summary)  # last: the directory stays a complete result
     finally:
         stream.abort()
