@@ -13,6 +13,7 @@ chosen under the lock. What a killed run left there is removed at the next run's
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,10 @@ def split_block(block: Block, at: int) -> tuple[Block, Block]:
     tail = Block(block.numbers[at:], block.frames[at:], block.background[at:],
                  block.masks[at:], block.window, block.offset + at)  # fmt: skip
     return head, tail
+
+
+#: The names :func:`segment_name` gives (what a killed run may have left half-written).
+SEGMENT_NAME = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(-\d+)?")
 
 
 def segment_name(started: float, root: Path) -> str:
@@ -106,7 +111,7 @@ class SegmentSink:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = take_lock(self.root)
         for folder in sorted(self.root.iterdir()):
-            if folder.is_dir() and not folder.name.startswith("."):
+            if folder.is_dir() and SEGMENT_NAME.fullmatch(folder.name):
                 remove_killed(folder)
 
     def write(self, block: Block) -> None:
