@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 
 from bpvideo._spec import parse_time
-from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.errors import InputError, WorkError
 
 __all__ = [
     "FrameSource",
@@ -228,28 +228,19 @@ def resolve_selection(
 def frame_size(w: int, h: int, scale: float, name: str) -> tuple[int, int]:
     """The size of ``name``'s frames after ``scale``, checked against the bounds.
 
+    Any size of one pixel a side or more is taken (a 3x2 or 1x64 frame too): the bound
+    on small frames is the solver's, ``rank`` below the number of pixels, checked with
+    the other options.
+
     Raises
     ------
     InputError
-        Frames of ``w`` x ``h`` outside the bounds, or that ``scale`` makes smaller than
-        :data:`~bpvideo.settings.MIN_SIDE` pixels a side (no scene left to separate) or
-        larger than the bounds.
+        Frames of ``w`` x ``h``, or scaled by ``scale``, outside the bounds.
     """
     from bpvideo.io.headers import check_frame_size
-    from bpvideo.limits import MIN_SIDE
 
     check_frame_size(w, h, name)
     sw, sh = scaled_size(w, h, scale)
-    if min(sw, sh) < MIN_SIDE:
-        least = MIN_SIDE / min(w, h)
-        raise InputError(
-            f"{literal(name)}: {{scale=}} makes frames of {sw}x{sh} pixels out of {w}x{h}: "
-            f"raise {{scale}} to {least:.3g} or more ({MIN_SIDE} pixels a side at least)"
-            if least <= 1
-            else f"{literal(name)}: frames of {w}x{h} pixels are too small: give frames of "
-            f"{MIN_SIDE}x{MIN_SIDE} pixels or more",
-            option=("scale", scale),
-        )
     check_frame_size(sw, sh, name, f"frames scaled by {scale:g}")
     return sw, sh
 

@@ -122,3 +122,24 @@ def test_y4m_and_container_on_stdin(piped_frames, tmp_path: Path) -> None:
     truncated = io.BytesIO(y4m.read_bytes()[:-50])
     with pytest.raises(WorkError, match="truncated"):
         list(open_source("-", stdin=truncated).frames)
+
+
+@pytest.mark.parametrize("size", [(3, 2), (1, 64)])
+def test_raw_frames_of_any_size_the_solver_takes(size: tuple[int, int], tmp_path: Path) -> None:
+    """Raw frames of 3x2 or 1x64 pixels are separated (the bound is ``rank`` < pixels, not
+    a smallest side): the background is the still level where a pixel is lit in frames
+    10-19, and that pixel is foreground there (no clean-up of small blobs), not elsewhere."""
+    w, h = size
+    rng = np.random.default_rng(1)
+    frames = np.clip(100 + rng.normal(0, 1.0, (40, h, w)), 0, 255).astype(np.uint8)
+    frames[10:20, 0, 0] = 250
+    done = bpvideo_process("separate", "-", "--size", f"{w}x{h}", "-o", tmp_path / "o", "-q",
+                           "--rank", "1", "--open-radius", "0", "--min-area", "0",
+                           stdin=frames.tobytes())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    background = cv2.imread(str(tmp_path / "o" / "background.png"), cv2.IMREAD_GRAYSCALE)
+    assert background.shape == (h, w) and abs(int(background[0, 0]) - 100) <= 3
+    masks = read_masks(tmp_path / "o" / "masks") > 0
+    assert masks.shape == (40, h, w)
+    lit = masks[:, 0, 0]
+    assert lit[10:20].sum() >= 8 and lit[:10].sum() + lit[20:].sum() <= 1
