@@ -197,11 +197,19 @@ class Probe:
     frame_count: int | None
 
 
+#: Names of this process's own descriptors (``/dev/stdin`` redirected from a file): an
+#: ffmpeg child would open its own (its stdin is ``/dev/null``), so it is handed the file.
+OWN_DESCRIPTORS = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/")
+
+
 def safe_name(path: str | os.PathLike) -> bool:
     """Whether OpenCV can take ``path`` as a name: it encodes names as UTF-8, so a name
     whose bytes are not UTF-8, or a file-system encoding other than UTF-8 (``LC_ALL=C``
-    with ``PYTHONUTF8=0``), would name another file, or crash OpenCV."""
+    with ``PYTHONUTF8=0``), would name another file, or crash OpenCV; and a name of this
+    process's own descriptors (:data:`OWN_DESCRIPTORS`) names another file in a child."""
     text = os.fspath(path)
+    if os.path.abspath(text).startswith(OWN_DESCRIPTORS):
+        return False  # the child's descriptors are others: it gets the file opened here
     try:
         return os.fsencode(text) == text.encode("utf-8")
     except UnicodeError:

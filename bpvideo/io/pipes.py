@@ -74,7 +74,7 @@ def open_pipe(
         return _iter_raw(stream, w, h, pix_fmt, name), w, h, rate
     head = _read_exact(stream, len(Y4M_MAGIC))
     if not head:
-        raise InputError(f"{name}: is empty: pipe frames into bpvideo separate -")
+        raise _empty(name)
     if head == Y4M_MAGIC:
         header = parse_y4m_header(head + read_line(stream, name, "the y4m header"), name)
         raw = _iter_y4m(stream, header, name)
@@ -82,6 +82,13 @@ def open_pipe(
         header, raw = _ffmpeg_y4m(stream, head, name)
     rate = fps if fps is not None else (check_rate(header.fps, name, fps) or DEFAULT_FPS) / step
     return raw, header.width, header.height, rate
+
+
+def _empty(name: str) -> InputError:
+    """The error of a stream that ended before its first byte."""
+    return InputError(
+        f"{literal(name)}: is empty (no byte came): pipe frames into bpvideo separate -"
+    )
 
 
 def _read_exact(stream, size: int) -> bytes:
@@ -105,12 +112,14 @@ def _iter_raw(
     index = 0
     while True:
         buf = _read_exact(stream, size)
+        if not buf and index == 0:
+            raise _empty(name)
         if not buf:
             return
         if len(buf) < size:
             raise WorkError(
-                f"{name}: stream ended inside frame {index} ({len(buf)} of {size} bytes of a "
-                f"{width}x{height} {pix_fmt} frame): check {{size}} and {{pix_fmt}}",
+                f"{literal(name)}: stream ended inside frame {index} ({len(buf)} of {size} bytes "
+                f"of a {width}x{height} {pix_fmt} frame): check {{size}} and {{pix_fmt}}",
                 option=("size", f"{width}x{height}"),
             )
         frame = np.frombuffer(buf, dtype=np.uint8)
@@ -144,7 +153,7 @@ def parse_y4m_header(line: bytes, name: str = "-") -> Y4MHeader:
     tokens = line.decode("ascii", "replace").split()
     if not tokens or tokens[0] != "YUV4MPEG2":
         raise InputError(
-            f"{name}: not a y4m stream header: give {{size='WxH'}} for raw frames",
+            f"{literal(name)}: not a y4m stream header: give {{size='WxH'}} for raw frames",
             option=("size", None),
         )
     fields = {t[0]: t[1:] for t in tokens[1:] if t}
@@ -201,6 +210,10 @@ def _iter_y4m(stream, header: Y4MHeader, name: str) -> Iterator[tuple[int, np.nd
     index = 0
     while True:
         line = read_line(stream, name, f"the FRAME line of y4m frame {index}")
+        if not line and index == 0:
+            raise InputError(
+                f"{literal(name)}: the y4m stream ends after its header: it holds no frame"
+            )
         if not line:
             return
         if not line.startswith(b"FRAME"):
@@ -281,8 +294,8 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
         proc.wait()
         detail = err[-1] if err else "no video stream"
         raise InputError(
-            f"{name}: stdin cannot be decoded as a video ({detail}): give {{size='WxH'}} and "
-            "{pix_fmt} for raw frames, or a y4m or other container stream",
+            f"{literal(name)}: stdin cannot be decoded as a video ({literal(detail)}): give "
+            "{size='WxH'} and {pix_fmt} for raw frames, or a y4m or other container stream",
             option=("size", None),
         )
     header = parse_y4m_header(line, name)

@@ -186,8 +186,8 @@ def _check_length(path: Path, info: VideoProbe, decoded: int) -> None:
     if _short(path, info, decoded):
         expected = info.frame_count
         raise TruncatedVideoError(
-            f"{path}: only {decoded} of the {expected} frames its header announces could be "
-            f"decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
+            f"{literal(path)}: only {decoded} of the {expected} frames its header announces could "
+            f"be decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
             "or pass {allow_partial=True} to keep the frames read",
             decoded,
             expected,
@@ -203,9 +203,9 @@ def _decode_failure(
     if decoded == 0:
         return _undecodable(path, detail)
     return TruncatedVideoError(
-        f"{path}: decoding failed at frame {decoded} after {decoded} frame(s) were decoded "
-        f"({detail}): the file is damaged; re-encode it, use {{frames}} to stop before the "
-        "damage, or pass {allow_partial=True} to keep the frames read",
+        f"{literal(path)}: decoding failed at frame {decoded} after {decoded} frame(s) were "
+        f"decoded ({literal(detail)}): the file is damaged; re-encode it, use {{frames}} to "
+        "stop before the damage, or pass {allow_partial=True} to keep the frames read",
         decoded,
         expected,
     )

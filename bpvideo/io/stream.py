@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 
 from bpvideo._spec import parse_time
-from bpvideo.errors import InputError, WorkError
+from bpvideo.errors import InputError, WorkError, literal
 
 __all__ = [
     "FrameSource",
@@ -137,8 +137,8 @@ class FrameSource:
         total = "" if total is None else f"the source has {total} frame(s), "
         at = "" if isinstance(start, int) else f" (frame {self.start})"
         return InputError(
-            f"{self.name}: no frames selected ({total}{{start=}}{at}, {{step={step}}}): lower "
-            "{start} or check the input",
+            f"{literal(self.name)}: no frames selected ({total}{{start=}}{at}, {{step={step}}}): "
+            "lower {start} or check the input",
             option=("start", start),
         )
 

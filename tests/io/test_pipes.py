@@ -143,3 +143,11 @@ def test_raw_frames_of_any_size_the_solver_takes(size: tuple[int, int], tmp_path
     assert masks.shape == (40, h, w)
     lit = masks[:, 0, 0]
     assert lit[10:20].sum() >= 8 and lit[:10].sum() + lit[20:].sum() <= 1
+
+
+def test_empty_stdin_of_raw_frames_says_it_is_empty() -> None:
+    """No byte on stdin is "empty" for raw frames too (not "no frames selected: lower
+    start", which is wrong advice)."""
+    source = open_source("-", stdin=io.BytesIO(b""), size=(8, 8))
+    with pytest.raises(InputError, match=r"^stdin: is empty"):
+        list(source.frames)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import cv2
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from bpvideo.errors import InputError
-from bpvideo.io.sources import list_image_files, open_source
+from bpvideo.io.sources import TruncatedVideoError, list_image_files, open_source
 from bpvideo.io.video import read_video
 from bpvideo.io.writers import write_video
 from bpvideo.synthetic import make_scene
@@ -150,3 +151,22 @@ def test_a_truncated_file_is_still_one(tmp_path: Path) -> None:
     cut.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
     with pytest.raises(TruncatedVideoError, match="truncated or damaged"):
         list(open_source(cut).frames)
+
+
+@pytest.mark.parametrize("name", ["s{x}.mkv", "s{start}.mkv", "t{b}.mkv"])
+def test_braces_in_a_name_are_shown_as_they_are(tiny_clip: Path, tmp_path: Path, name: str) -> None:
+    """A name is data: its braces are neither options nor dropped, in any message."""
+    from bpvideo.settings import cli_flags
+
+    path = tmp_path / name
+    shutil.copyfile(tiny_clip, path)
+    assert sum(1 for _ in open_source(path).frames) == 24  # it is read
+    source = open_source(path, start=500)
+    assert not list(source.frames)
+    error = source.nothing_selected(500, 1)
+    assert error.render(cli_flags()).startswith(f"{path}: no frames selected")
+    cut = tmp_path / ("cut" + name)
+    cut.write_bytes(tiny_clip.read_bytes()[: tiny_clip.stat().st_size * 2 // 3])
+    with pytest.raises(TruncatedVideoError) as caught:
+        list(open_source(cut).frames)
+    assert caught.value.render(cli_flags()).startswith(f"{cut}: ")
