@@ -32,6 +32,9 @@ __all__ = [
 
 logger = logging.getLogger("bpvideo")
 
+#: Pixels a side that ``scale`` may not shrink a frame below (1x1 out of 48x36 is no scene).
+SCALED_SIDE = 2
+
 
 class TruncatedVideoError(WorkError):
     """A video whose decoding stopped before its end (truncated or damaged).
@@ -230,17 +233,26 @@ def frame_size(w: int, h: int, scale: float, name: str) -> tuple[int, int]:
 
     Any size of one pixel a side or more is taken (a 3x2 or 1x64 frame too): the bound
     on small frames is the solver's, ``rank`` below the number of pixels, checked with
-    the other options.
+    the other options. Only ``scale`` may not shrink a side below :data:`SCALED_SIDE`
+    pixels (or below the input's own, when it has fewer).
 
     Raises
     ------
     InputError
-        Frames of ``w`` x ``h``, or scaled by ``scale``, outside the bounds.
+        Frames of ``w`` x ``h``, or scaled by ``scale``, outside the bounds, or a
+        ``scale`` that leaves a side of less than :data:`SCALED_SIDE` pixels.
     """
     from bpvideo.io.headers import check_frame_size
 
     check_frame_size(w, h, name)
     sw, sh = scaled_size(w, h, scale)
+    if sw < min(w, SCALED_SIDE) or sh < min(h, SCALED_SIDE):
+        least = SCALED_SIDE / min(w, h)
+        raise InputError(
+            f"{literal(name)}: {{scale=}} makes frames of {sw}x{sh} pixels out of {w}x{h}: "
+            f"raise {{scale}} to {least:.3g} or more",
+            option=("scale", scale),
+        )
     check_frame_size(sw, sh, name, f"frames scaled by {scale:g}")
     return sw, sh
 
