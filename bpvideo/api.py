@@ -302,6 +302,7 @@ def _open_file(input: str, settings: SeparateSettings, stdin: BinaryIO | None) -
         stdin=stdin,
         allow_partial=settings.allow_partial,
         allow_references=settings.allow_references,
+        strict=settings.strict,
     )
 
 
@@ -322,7 +323,8 @@ def _learned(
     count = None if end is None else -(-(end - start) // settings.step)
     source = open_source(path, start=start, frames=count, step=settings.step,
                          scale=settings.scale, allow_partial=settings.allow_partial,
-                         allow_references=settings.allow_references)  # fmt: skip
+                         allow_references=settings.allow_references,
+                         strict=settings.strict)  # fmt: skip
     try:
         t = time.perf_counter()
         learned = learn(source, settings, callback=callback)

@@ -17,6 +17,7 @@ import numpy as np
 
 from bpvideo._spec import parse_time
 from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.io.accounting import FrameLoss, check_strict
 
 __all__ = [
     "FrameSource",
@@ -106,6 +107,9 @@ class FrameSource:
         Files of a folder that are not among its frames, and why (see
         :mod:`bpvideo.io.folders`); damaged frames skipped by ``allow_partial`` are added
         as they are met.
+    lost : FrameLoss
+        Frames dropped or repeated, and why (:mod:`bpvideo.io.accounting`): complete once
+        the frames are consumed.
     """
 
     name: str
@@ -123,6 +127,7 @@ class FrameSource:
     start: int = 0
     times: dict[int, float] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    lost: FrameLoss = field(default_factory=FrameLoss)
     _decoder: Any = None
 
     def mask_number(self, frame_number: int) -> int:
@@ -282,10 +287,13 @@ def scaled_frames(
     source: FrameSource,
     selected: Iterator[tuple[int, np.ndarray]],
     scale: float,
-    allow_partial: bool,
+    allow: tuple[bool, bool],
     selection: tuple[int, int | None, int],
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """The frames of ``selected`` resized; a truncation ends them when ``allow_partial``."""
+    """The frames of ``selected`` resized; a truncation ends them when ``allow_partial``;
+    ``allow``: ``(allow_partial, strict)``. At their end the frames lost are logged, and
+    with ``strict`` refused (:func:`~bpvideo.io.accounting.check_strict`)."""
+    allow_partial, strict = allow
     kept = 0
     try:
         for number, frame in selected:
@@ -296,6 +304,8 @@ def scaled_frames(
             raise
         source.partial = True
         source.frames_expected = selected_count(exc.expected, *selection)
+        missing = (source.frames_expected or kept) - kept
+        source.lost.add(f"{missing} after the damage (allow_partial)", dropped=missing)
         logger.warning(
             "%s: only %d frame(s) could be decoded (of %s announced); allow_partial keeps "
             "the %d selected frame(s) read and marks the result partial",
@@ -308,3 +318,5 @@ def scaled_frames(
         close = getattr(selected, "close", None)
         if close is not None:
             close()
+    # At the end only (not when closed early); a partial result was warned of above.
+    check_strict(source.name, source.lost, strict, warn=not source.partial)
