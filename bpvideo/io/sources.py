@@ -350,14 +350,16 @@ def open_source(
     selection = (start, frames, end, duration, step)
     if str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        source, selected, (start, frames) = _open_stdin(stream, selection, size, pix_fmt, fps)
+        raw = (size, pix_fmt, fps, scale)
+        source, selected, (start, frames) = _open_stdin(stream, selection, raw)
     else:
         allow = (allow_partial, allow_references)
         source, selected, (start, frames) = _open_path(path, selection, scale, fps, allow)
     w, h = source.width, source.height
     source.start = start
     source.width, source.height = frame_size(w, h, scale, source.name)
-    source.frames = scaled_frames(source, selected, scale, (allow_partial, strict),
+    resize = 1.0 if str(path) == "-" else scale  # stdin's frames are scaled as read
+    source.frames = scaled_frames(source, selected, resize, (allow_partial, strict),
                                   (start, frames, step))  # fmt: skip
     return source
 
@@ -365,14 +367,15 @@ def open_source(
 def _open_stdin(
     stream: BinaryIO,
     selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
-    size: tuple[int, int] | None,
-    pix_fmt: str,
-    fps: float | None,
+    raw_options: tuple[tuple[int, int] | None, str, float | None, float],
 ) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
     """:func:`open_source` of stdin: the source, its selected frames (timed at the
-    stream's rate), ``(start, frames)``."""
+    stream's rate, scaled as read), ``(start, frames)``; ``raw_options``: ``size``,
+    ``pix_fmt``, ``fps``, ``scale``."""
     start, frames, end, duration, step = selection
-    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
+    size, pix_fmt, fps, scale = raw_options
+    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step,
+                                scale=scale)  # fmt: skip
     native = fps if fps is not None else (rate if size is not None else rate * step)
     first, count = resolve_selection(start, frames, end, duration, step, native)
     source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))

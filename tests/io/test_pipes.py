@@ -151,3 +151,49 @@ def test_empty_stdin_of_raw_frames_says_it_is_empty() -> None:
     source = open_source("-", stdin=io.BytesIO(b""), size=(8, 8))
     with pytest.raises(InputError, match=r"^stdin: is empty"):
         list(source.frames)
+
+
+def _y4m(pix_fmt: str, *args: str, source: str = "testsrc2=s=64x48:r=10:d=0.5") -> bytes:
+    """A y4m stream of ffmpeg's test pattern in ``pix_fmt``."""
+    from bpvideo.io._ffmpeg import executable
+
+    cmd = [executable(), "-loglevel", "error", "-f", "lavfi", "-i", source, *args,
+           "-pix_fmt", pix_fmt, "-strict", "-1", "-f", "yuv4mpegpipe", "-"]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, check=True, timeout=60).stdout
+
+
+@pytest.mark.parametrize(
+    ("deep", "twin"),
+    [("yuv420p10le", "yuv420p"), ("yuv444p12le", "yuv444p"), ("yuv422p10le", "yuv422p"),
+     ("gray10le", "gray"), ("gray16le", "gray")],
+)  # fmt: skip
+def test_y4m_of_any_bit_depth_reads_as_its_8_bit_twin(deep: str, twin: str) -> None:
+    """A 10-, 12- or 16-bit y4m stream (C420p10, Cmono16...) gives the frames its 8-bit
+    twin gives, within a grey level or two (it was refused, or misread as 8-bit)."""
+    got = [f for _, f in open_source("-", stdin=io.BytesIO(_y4m(deep))).frames]
+    want = [f for _, f in open_source("-", stdin=io.BytesIO(_y4m(twin))).frames]
+    assert len(got) == len(want) == 5
+    diff = np.abs(np.stack(got).astype(int) - np.stack(want).astype(int))
+    assert diff.mean() < 0.5 and np.percentile(diff, 99) <= 2
+
+
+def test_y4m_frames_are_scaled_as_they_are_read() -> None:
+    """With ``scale``, a y4m frame's planes are scaled before anything else is made of
+    them: reading never holds more than two full-size frames' bytes (the conversion of a
+    full-size frame to colour took about twenty), and the frames match the full-size ones
+    scaled."""
+    import tracemalloc
+
+    stream = _y4m("yuv420p", source="testsrc2=s=640x480:r=10:d=0.3")
+    full = [f for _, f in open_source("-", stdin=io.BytesIO(stream)).frames]
+    source = open_source("-", stdin=io.BytesIO(stream), scale=0.25)
+    tracemalloc.start()
+    try:
+        small = [f for _, f in source.frames]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (source.width, source.height) == (160, 120) and len(small) == 3
+    assert peak < 2 * full[0].nbytes
+    expected = cv2.resize(full[1], (160, 120), interpolation=cv2.INTER_AREA)
+    assert np.abs(small[1].astype(int) - expected.astype(int)).mean() < 1.0
