@@ -12,6 +12,7 @@ from bpvideo.io import frame_times
 from bpvideo.io.sources import open_source
 from bpvideo.io.writers import write_video
 from bpvideo.synthetic import make_scene
+from tests.io.test_sources import _bpvideo_log
 
 
 def test_an_older_ffmpeg_gets_the_flags_it_has(monkeypatch) -> None:
@@ -61,7 +62,8 @@ def test_a_clock_jump_is_kept_in_the_times(tmp_path: Path, caplog) -> None:
     clip = tmp_path / "jump.ts"
     clip.write_bytes(b"".join(parts))
     source = open_source(clip)
-    numbers = [n for n, _ in source.frames]
+    with _bpvideo_log(caplog):
+        numbers = [n for n, _ in source.frames]
     assert numbers == list(range(40)) and not source.partial
     gaps = np.diff([source.times[n] for n in numbers])
     assert gaps[19] == pytest.approx(7200 - 1.9) and np.allclose(np.delete(gaps, 19), 0.1)
