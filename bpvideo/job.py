@@ -246,6 +246,7 @@ def _open(
         stdin=stdin,
         allow_partial=settings.allow_partial,
         allow_references=settings.allow_references,
+        strict=settings.strict,
     )
     return source, None
 
@@ -378,7 +379,8 @@ def _learned(
     count = None if end is None else -(-(end - start) // settings.step)
     source = open_source(path, start=start, frames=count, step=settings.step,
                          scale=settings.scale, allow_partial=settings.allow_partial,
-                         allow_references=settings.allow_references)  # fmt: skip
+                         allow_references=settings.allow_references,
+                         strict=settings.strict)  # fmt: skip
     try:
         t = time.perf_counter()
         learned = learn(source, settings, callback=callback)

@@ -26,8 +26,6 @@ MAX_SIDE = 32768
 #: Pixels of a frame (width x height), as an input announces it or after ``scale``
 #: (below Pillow's own bound of 2 x 89478485, at which it refuses to open an image).
 MAX_PIXELS = 2**27
-#: Smallest width or height of a frame after ``scale`` (smaller frames hold no scene).
-MIN_SIDE = 4
 #: Morphology radii (``open_radius``, ``close_radius``): the cost per pixel grows with
 #: the radius (a radius of 64 took 26 ms per 320x240 frame; 128, 134 ms).
 MAX_RADIUS = 50

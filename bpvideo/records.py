@@ -316,7 +316,9 @@ class Report:
     ``width``, ``height``, ``channels``, ``fps``,
     ``observed_fraction``, ``settings``, ``solver``, ``masks``, ``windows``, ``outputs``,
     ``partial``, ``frames_expected``, ``skipped`` (files of a folder of frames that are
-    not frames, and damaged frames skipped, each ``{"file", "why"}``), ``seconds``;
+    not frames, and damaged frames skipped, each ``{"file", "why"}``), ``frames_lost``
+    (frames of the input dropped or repeated by its reader: ``{"dropped", "repeated",
+    "causes"}``, see :mod:`bpvideo.sources.accounting`), ``seconds``;
     ``learned`` (a learned background: where it was learned), ``evaluation`` (with ground
     truth) and ``events`` (the rows of ``events.csv``) when there are some.
     Also readable as a mapping: ``report["solver"]["iterations"]``.
@@ -341,6 +343,9 @@ class Report:
     frames_expected: int
     skipped: list[dict[str, str]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    frames_lost: dict[str, Any] = field(
+        default_factory=lambda: {"dropped": 0, "repeated": 0, "causes": []}
+    )
     learned: dict[str, Any] | None = None
     evaluation: dict[str, Any] | None = None
     events: list[dict[str, Any]] | None = None
@@ -379,8 +384,9 @@ class Report:
         if self.evaluation is not None:
             out["evaluation"] = self.evaluation
         out["seconds"] = self.seconds
-        if self.events is not None:  # last: keys are only ever added
+        if self.events is not None:  # keys are only ever added: new ones go last
             out["events"] = self.events
+        out["frames_lost"] = self.frames_lost
         return json.loads(json.dumps(out, default=_json_default))
 
     def __getitem__(self, key: str) -> Any:

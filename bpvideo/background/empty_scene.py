@@ -17,7 +17,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, literal
 from bpvideo.records import Still
 from bpvideo.settings import SeparateSettings, is_span, parse_span
 from bpvideo.sources.arrays import open_frames
@@ -76,8 +76,8 @@ def image_scene(
     p = Path(path)
     if not p.is_file():
         raise InputError(
-            f"{p}: no such image: give a picture of the empty scene, START:END frames of the "
-            "input, or {background_from='auto'}",
+            f"{literal(p)}: no such image: give a picture of the empty scene, START:END frames of "
+            "the input, or {background_from='auto'}",
             option=("background_from", str(path)),
         )
     # The size from the header first: a picture of another size is never decoded (the

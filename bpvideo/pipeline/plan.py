@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, literal
 from bpvideo.pipeline.memory import (
     OVERHEAD_BYTES,
     SIZE_PIXEL_BYTES,
@@ -128,7 +128,7 @@ def _check_whole(room: _Room, frame_count: int | None, name: str) -> None:
     """``window=0``: every frame at once must fit."""
     if frame_count is not None and frame_count > room.fits:
         raise room.too_big(
-            f"{name}: solving all {frame_count} frames of {room.size} at once needs about "
+            f"{literal(name)}: solving all {frame_count} frames of {room.size} at once needs about "
             f"{room.need(frame_count)}: use {{window={max(room.fits, 1)}}} or less (or "
             "{window='auto'}), or a smaller {scale}"
         )
@@ -143,14 +143,14 @@ def _plan_auto(room: _Room, frame_count: int | None, name: str) -> tuple[int, in
     least = minimum if frame_count is None else min(minimum, frame_count)
     if room.fits < least:
         raise room.too_big(
-            f"{name}: even {least} frames of {room.size} need about "
+            f"{literal(name)}: even {least} frames of {room.size} need about "
             f"{_gib(least * room.per_frame + room.fixed)} but {_gib(room.budget)} may be "
             "used: lower {scale}"
         )
     longest = AUTO_WHOLE_MAX if frame_count is None else min(frame_count, AUTO_WHOLE_MAX)
     if longest > room.fits:
         raise room.too_big(
-            f"{name}: a window of {longest} frames of {room.size} needs about "
+            f"{literal(name)}: a window of {longest} frames of {room.size} needs about "
             f"{room.need(longest)}: pass {{window={max(min(room.fits, AUTO_WINDOW), 1)}}} "
             "or less, or a smaller {scale}"
         )
@@ -162,13 +162,13 @@ def _check_fixed(room: _Room, window: int, name: str) -> int:
     minimum = min_window(room.settings.rank, room.settings.overlap)
     if window < minimum:
         raise room.too_big(
-            f"{name}: {{window=}} must be at least {minimum} frames (2 x {{rank}} + 2 and "
+            f"{literal(name)}: {{window=}} must be at least {minimum} frames (2 x {{rank}} + 2 and "
             "{overlap} + 2): raise {window}"
         )
     held = window + min(window, CARRY_FRAMES)
     if held > room.fits:
         raise room.too_big(
-            f"{name}: a window of {window} frames of {room.size} needs about "
+            f"{literal(name)}: a window of {window} frames of {room.size} needs about "
             f"{room.need(held)}: use {{window={max(room.fits * 3 // 4, 1)}}} or less, or a "
             "smaller {scale}"
         )

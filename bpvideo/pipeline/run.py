@@ -221,9 +221,9 @@ def _first_frames_scene(
     first = settings.start + settings.step * (len(chunk) - 1)
     if end is None or end - 1 > first:
         raise InputError(
-            f"{name}: {{background_from}} {format_span(span)} must end by frame {first + 1} "
-            "(the first window of a stream that cannot be read twice): give an IMAGE of the "
-            "empty scene, or a larger {window}",
+            f"{literal(name)}: {{background_from}} {format_span(span)} must end by frame "
+            f"{first + 1} (the first window of a stream that cannot be read twice): give an "
+            "IMAGE of the empty scene, or a larger {window}",
             option=("background_from", settings.background_from),
         )
     picked = (

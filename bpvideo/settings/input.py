@@ -106,6 +106,14 @@ class InputSettings:
         '(summary.json then says "partial": true).',
         arrays=False,
     )
+    strict: bool = option(
+        False,
+        "bool",
+        "Fail (exit 1) when a frame of the input is dropped or repeated (by the decoder, "
+        "damage, a frame of another size, a skipped damaged file), instead of warning; "
+        "summary.json's frames_lost counts them either way.",
+        arrays=False,
+    )
     allow_references: bool = option(
         False,
         "bool",

@@ -102,11 +102,16 @@ class ResultFolder:
             raise
 
     def write(self, block: Block) -> None:
-        """Hand a block to every file of the folder."""
+        """Hand a block to every file of the folder (a failure to write is the output's:
+        :meth:`OutputDir.__exit__` names it, nothing is kept)."""
         assert self.builder is not None
-        for sink in self.sinks:
-            sink.write(block)
-        self.builder.write(block)
+        try:
+            for sink in self.sinks:
+                sink.write(block)
+            self.builder.write(block)
+        except BaseException as exc:
+            self._abort(exc)
+            raise
 
     def close(self) -> None:
         """Finish the files, stage ``summary.json`` (last) and commit the folder."""

@@ -80,6 +80,12 @@ def _finite(value: float) -> float:
     return float("inf") if value != value else value
 
 
+def _lost(source: FrameSource) -> dict[str, Any]:
+    """``frames_lost`` of a source (none for a source that does not count them)."""
+    lost = getattr(source, "lost", None)
+    return lost.to_dict() if lost is not None else {"dropped": 0, "repeated": 0, "causes": []}
+
+
 class ReportBuilder:
     """Counts the finished blocks of a run and builds its :class:`~bpvideo.records.Report`.
 
@@ -198,6 +204,7 @@ class ReportBuilder:
                 {"file": name, "why": why} for name, why in getattr(self.source, "skipped", [])
             ],
             seconds=seconds or {},
+            frames_lost=_lost(self.source),
             learned=learned,
             evaluation=evaluation,
         )

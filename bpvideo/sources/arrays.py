@@ -152,8 +152,8 @@ def open_frames(
     source.start = start
     numbered = _numbered(first, iterator, (h, w))
     source.width, source.height = frame_size(w, h, scale, name)
-    source.frames = scaled_frames(source, select_frames(numbered, start, count, step), scale, False,
-                            (start, count, step))  # fmt: skip
+    selected = select_frames(numbered, start, count, step)
+    source.frames = scaled_frames(source, selected, scale, (False, False), (start, count, step))
     return source
 
 

@@ -15,7 +15,6 @@ error messages.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import errno
 import functools
@@ -24,12 +23,12 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bpvideo.sources.frame_times import Timestamps, data_end, passthrough_options
+from bpvideo.sources.accounting import FfmpegLog
+from bpvideo.sources.frame_times import Timestamps, data_end, passthrough_options, scan_packets
 
 __all__ = [
     "REFERENCING",
@@ -43,6 +42,7 @@ __all__ = [
     "file_url",
     "input_options",
     "no_sigint",
+    "packets_of",
     "probe",
 ]
 
@@ -156,27 +156,6 @@ def no_sigint() -> dict[str, Any]:
     return {"start_new_session": True}  # pragma: no cover - Python 3.10
 
 
-class _Stderr(threading.Thread):
-    """Keeps the last lines ffmpeg prints (for error messages only)."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(name="bpvideo-ffmpeg-log", daemon=True)
-        self._stream = stream
-        self.lines: collections.deque[str] = collections.deque(maxlen=100)
-        self.start()
-
-    def run(self) -> None:
-        try:
-            for raw in self._stream:
-                self.lines.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        except (OSError, ValueError):
-            pass  # the pipe was closed
-
-    def text(self) -> str:
-        """What ffmpeg printed last."""
-        return "\n".join(self.lines)
-
-
 @dataclass(frozen=True)
 class Probe:
     """What libavformat says about the first video stream of a file.
@@ -197,11 +176,19 @@ class Probe:
     frame_count: int | None
 
 
+#: Names of this process's own descriptors (``/dev/stdin`` redirected from a file): an
+#: ffmpeg child would open its own (its stdin is ``/dev/null``), so it is handed the file.
+OWN_DESCRIPTORS = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/")
+
+
 def safe_name(path: str | os.PathLike) -> bool:
     """Whether OpenCV can take ``path`` as a name: it encodes names as UTF-8, so a name
     whose bytes are not UTF-8, or a file-system encoding other than UTF-8 (``LC_ALL=C``
-    with ``PYTHONUTF8=0``), would name another file, or crash OpenCV."""
+    with ``PYTHONUTF8=0``), would name another file, or crash OpenCV; and a name of this
+    process's own descriptors (:data:`OWN_DESCRIPTORS`) names another file in a child."""
     text = os.fspath(path)
+    if os.path.abspath(text).startswith(OWN_DESCRIPTORS):
+        return False  # the child's descriptors are others: it gets the file opened here
     try:
         return os.fsencode(text) == text.encode("utf-8")
     except UnicodeError:
@@ -345,17 +332,19 @@ def decode(
     Decoding
         An iterator of bytes: one frame per item, in decoding order, every frame as the
         stream holds it (a variable frame rate is passed through); its ``times`` give
-        each frame's timestamp. Closing it (or reading to the end) stops ffmpeg. Raises
-        RuntimeError on a frame cut short or a decoding error (the message holds
-        ffmpeg's last line).
+        each frame's timestamp, as the stream has it (``-copyts``: a clock that jumps,
+        a transport stream's discontinuity, keeps its gap); its ``damage()`` gives
+        ffmpeg's complaints about the input. Closing it (or reading to the end) stops
+        ffmpeg. Raises RuntimeError on a frame cut short or a decoding error (the
+        message holds ffmpeg's last line).
     """
     ffmpeg = executable()
     read_end, write_end = os.pipe()
     try:
         with opened_name(path) as name:
             cmd = [
-                ffmpeg, "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
-                *input_options(references), "-i", "file:" + name, "-map", "0:V:0", "-an",
+                ffmpeg, "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+warning",
+                "-copyts", *input_options(references), "-i", "file:" + name, "-map", "0:V:0", "-an",
                 "-sn", *passthrough_options(ffmpeg, write_end), "-f", "rawvideo", "-pix_fmt",
                 pix_fmt, "-s", f"{width}x{height}", "pipe:1",
             ]  # fmt: skip
@@ -373,10 +362,10 @@ def decode(
     finally:
         os.close(write_end)  # the child's copy stays open: its end of file ends the thread
     enlarge_pipe(proc.stdout)
-    log = _Stderr(proc.stderr)
+    log = FfmpegLog(proc.stderr)
     bpp = 1 if pix_fmt == "gray" else 3
     frames = _frames(proc, log, width * height * bpp)
-    return Decoding(frames, Timestamps(read_end), lambda: _stop(proc, log))
+    return Decoding(frames, Timestamps(read_end), lambda: _stop(proc, log), log.damage)
 
 
 class Decoding:
@@ -386,14 +375,21 @@ class Decoding:
     ----------
     times : Timestamps
         ``times.time(i)``: seconds of frame ``i`` from the first frame (None if unknown).
+    damage : callable
+        ``damage()``: ffmpeg's complaints about the input so far (lines; empty: none).
     """
 
     def __init__(
-        self, frames: Iterator[bytes], times: Timestamps, stop: Callable[[], None]
+        self,
+        frames: Iterator[bytes],
+        times: Timestamps,
+        stop: Callable[[], None],
+        damage: Callable[[], list[str]] = list,
     ) -> None:
         self._frames = frames
         self.times = times
         self._stop = stop
+        self.damage = damage
 
     def __iter__(self) -> Decoding:
         return self
@@ -407,6 +403,17 @@ class Decoding:
         self._stop()
 
 
+def packets_of(path: str | os.PathLike, references: bool = False) -> int | None:
+    """Packets of a file's video stream that hold a picture
+    (:func:`~bpvideo.sources.frame_times.scan_packets`; None when unknown)."""
+    try:
+        with opened_name(path) as name:
+            url = "file:" + name
+            return scan_packets(executable(), url, input_options(references), _fd_of(url))[1]
+    except OSError:
+        return None
+
+
 def data_end_of(path: str | os.PathLike, references: bool = False) -> float | None:
     """:func:`~bpvideo.sources.frame_times.data_end` of a file (None when unknown)."""
     try:
@@ -417,7 +424,7 @@ def data_end_of(path: str | os.PathLike, references: bool = False) -> float | No
         return None
 
 
-def _frames(proc: subprocess.Popen, log: _Stderr, size: int) -> Iterator[bytes]:
+def _frames(proc: subprocess.Popen, log: FfmpegLog, size: int) -> Iterator[bytes]:
     stdout = proc.stdout
     count = 0
     try:
@@ -435,7 +442,7 @@ def _frames(proc: subprocess.Popen, log: _Stderr, size: int) -> Iterator[bytes]:
         _stop(proc, log)
 
 
-def _stop(proc: subprocess.Popen, log: _Stderr) -> None:
+def _stop(proc: subprocess.Popen, log: FfmpegLog) -> None:
     """Kill ffmpeg (if still running) and reap it."""
     with contextlib.suppress(OSError):
         proc.kill()

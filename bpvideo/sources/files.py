@@ -35,6 +35,7 @@ import numpy as np
 from bpvideo.errors import InputError, literal
 from bpvideo.limits import DEFAULT_FPS
 from bpvideo.sources import ffmpeg as _ffmpeg
+from bpvideo.sources.accounting import FrameLoss, clock_repeats, video_loss
 from bpvideo.sources.folders import IMAGE_EXTENSIONS
 from bpvideo.sources.headers import check_rate
 from bpvideo.sources.pipes import open_pipe
@@ -88,6 +89,7 @@ def iter_frames(
     decoder: Iterator[bytes] | None = None,
     times: dict[int, float] | None = None,
     skipped: list[tuple[str, str]] | None = None,
+    lost: FrameLoss | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(frame_number, bgr_uint8_frame)`` for the selected frames of a source.
 
@@ -108,6 +110,9 @@ def iter_frames(
     skipped : list, optional
         Given: damaged frame files of a folder are skipped and listed here as ``(name,
         why)`` (else :class:`DamagedFrame` is raised).
+    lost : FrameLoss, optional
+        Counts the frames dropped or repeated (:mod:`bpvideo.sources.accounting`): a video's
+        once it is read to its end, a folder's damaged frames as they are skipped.
 
     Yields
     ------
@@ -125,8 +130,9 @@ def iter_frames(
     """
     p = Path(path)
     info = info or probe(p)
+    lost = lost if lost is not None else FrameLoss()
     if info.kind == "folder":
-        yield from _folder_frames(info, start, frames, step, times, skipped)
+        yield from _folder_frames(info, (start, frames, step), times, skipped, lost)
         return
     w, h = info.width, info.height
     gen = decoder if decoder is not None else _ffmpeg.decode(p, w, h, references=info.references)
@@ -140,7 +146,8 @@ def iter_frames(
             if buf is None:  # the end of the stream
                 if index < 0:
                     raise _undecodable(p, "no frame could be decoded")
-                _check_length(p, info, index + 1)
+                _check_length(p, info, index + 1)  # a truncation: counted by its reader
+                _account(p, info, index + 1, gen, lost)
                 break
             index += 1
             if index < start or (index - start) % step:
@@ -156,13 +163,13 @@ def iter_frames(
 
 def _folder_frames(
     info: VideoProbe,
-    start: int,
-    frames: int | None,
-    step: int,
+    selection: tuple[int, int | None, int],
     times: dict[int, float] | None,
     skipped: list[tuple[str, str]] | None,
+    lost: FrameLoss,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """:func:`iter_frames` of a folder: its selected frame files, read one by one."""
+    start, frames, step = selection
     numbers = dict(zip(info.files, info.numbers, strict=True))
     selected = info.files[start::step]
     if frames is not None:
@@ -175,10 +182,32 @@ def _folder_frames(
                 raise
             logger.warning("%s: %s: skipped", file, exc.why)
             skipped.append((file.name, exc.why))
+            lost.add(f"{file.name}: {exc.why}, skipped (allow_partial)", dropped=1)
             continue
         if times is not None:
             times[numbers[file]] = (start + k * step) / info.fps
         yield numbers[file], frame
+
+
+def _account(
+    path: Path, info: VideoProbe, decoded: int, gen: Iterator[bytes], lost: FrameLoss
+) -> None:
+    """Count the frames of a video read to its end that were lost or repeated
+    (:func:`~bpvideo.sources.accounting.video_loss`); log a jump of its clock."""
+    seconds = list(getattr(getattr(gen, "times", None), "seconds", []))
+    repeated, jumped = clock_repeats(str(path), seconds)
+    lost.add(f"{repeated} with the time of the frame before", repeated=repeated)
+    damage = gen.damage() if hasattr(gen, "damage") else []
+    announced = info.frame_count  # a duration x rate: less the time the clock jumped
+    if announced is not None and jumped:
+        announced = max(announced - round(jumped * info.fps), 0)
+    if damage or announced is None or decoded < announced:  # else the count is whole
+        pictures = _ffmpeg.packets_of(path, info.references)
+        dropped, why = video_loss(decoded, announced, pictures, damage)
+        lost.add(f"{dropped}: {why}", dropped=dropped)
+        if damage and not dropped:
+            logger.warning("%s: ffmpeg reported damage it concealed (%s): no frame was lost",
+                           path, damage[0])  # fmt: skip
 
 
 def _check_length(path: Path, info: VideoProbe, decoded: int) -> None:
@@ -186,8 +215,8 @@ def _check_length(path: Path, info: VideoProbe, decoded: int) -> None:
     if _short(path, info, decoded):
         expected = info.frame_count
         raise TruncatedVideoError(
-            f"{path}: only {decoded} of the {expected} frames its header announces could be "
-            f"decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
+            f"{literal(path)}: only {decoded} of the {expected} frames its header announces could "
+            f"be decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
             "or pass {allow_partial=True} to keep the frames read",
             decoded,
             expected,
@@ -203,9 +232,9 @@ def _decode_failure(
     if decoded == 0:
         return _undecodable(path, detail)
     return TruncatedVideoError(
-        f"{path}: decoding failed at frame {decoded} after {decoded} frame(s) were decoded "
-        f"({detail}): the file is damaged; re-encode it, use {{frames}} to stop before the "
-        "damage, or pass {allow_partial=True} to keep the frames read",
+        f"{literal(path)}: decoding failed at frame {decoded} after {decoded} frame(s) were "
+        f"decoded ({literal(detail)}): the file is damaged; re-encode it, use {{frames}} to "
+        "stop before the damage, or pass {allow_partial=True} to keep the frames read",
         decoded,
         expected,
     )
@@ -270,6 +299,7 @@ def open_source(
     stdin: BinaryIO | None = None,
     allow_partial: bool = False,
     allow_references: bool = False,
+    strict: bool = False,
 ) -> FrameSource:
     """Open a video file, image folder or stdin (``"-"``) as a :class:`FrameSource`.
 
@@ -304,6 +334,9 @@ def open_source(
         ``source.partial``) instead of raising :class:`TruncatedVideoError`.
     allow_references : bool, default False
         Read a playlist or list of other files (HLS, ffconcat...: refused otherwise).
+    strict : bool, default False
+        Raise :class:`~bpvideo.errors.WorkError` at the end of the frames when any was
+        dropped or repeated (``source.lost``, :mod:`bpvideo.sources.accounting`).
 
     Returns
     -------
@@ -317,28 +350,32 @@ def open_source(
     selection = (start, frames, end, duration, step)
     if str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        source, selected, (start, frames) = _open_stdin(stream, selection, size, pix_fmt, fps)
+        raw = (size, pix_fmt, fps, scale)
+        source, selected, (start, frames) = _open_stdin(stream, selection, raw)
     else:
         allow = (allow_partial, allow_references)
         source, selected, (start, frames) = _open_path(path, selection, scale, fps, allow)
     w, h = source.width, source.height
     source.start = start
     source.width, source.height = frame_size(w, h, scale, source.name)
-    source.frames = scaled_frames(source, selected, scale, allow_partial, (start, frames, step))
+    resize = 1.0 if str(path) == "-" else scale  # stdin's frames are scaled as read
+    source.frames = scaled_frames(source, selected, resize, (allow_partial, strict),
+                                  (start, frames, step))  # fmt: skip
     return source
 
 
 def _open_stdin(
     stream: BinaryIO,
     selection: tuple[int | str, int | None, int | str | None, int | str | None, int],
-    size: tuple[int, int] | None,
-    pix_fmt: str,
-    fps: float | None,
+    raw_options: tuple[tuple[int, int] | None, str, float | None, float],
 ) -> tuple[FrameSource, Iterator[tuple[int, np.ndarray]], tuple[int, int | None]]:
     """:func:`open_source` of stdin: the source, its selected frames (timed at the
-    stream's rate), ``(start, frames)``."""
+    stream's rate, scaled as read), ``(start, frames)``; ``raw_options``: ``size``,
+    ``pix_fmt``, ``fps``, ``scale``."""
     start, frames, end, duration, step = selection
-    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step)
+    size, pix_fmt, fps, scale = raw_options
+    raw, w, h, rate = open_pipe(stream, size=size, pix_fmt=pix_fmt, fps=fps, step=step,
+                                scale=scale)  # fmt: skip
     native = fps if fps is not None else (rate if size is not None else rate * step)
     first, count = resolve_selection(start, frames, end, duration, step, native)
     source = FrameSource("stdin", w, h, float(rate), None, (w, h), iter(()))
@@ -373,7 +410,8 @@ def _open_path(
     source.skipped = list(info.skipped)
     selected = iter_frames(path, start=first, frames=count, step=step, info=info,
                            decoder=decoder, times=source.times,
-                           skipped=source.skipped if allow_partial else None)  # fmt: skip
+                           skipped=source.skipped if allow_partial else None,
+                           lost=source.lost)  # fmt: skip
     if decoder is not None:  # closed by close() even when no frame is read
         source._decoder = decoder
     return source, selected, (first, count)

@@ -13,7 +13,10 @@ rule, written down in docs/usage.md ("Folders of frames").
    input). Two largest groups of one size are refused: no directory order decides.
 4. The frames are in the order of the numbers in their names, all of them, compared as
    numbers (so time stamps sort in time, and ``in9`` comes before ``in10``).
-5. A frame that cannot be decoded, or whose file ends before its image does (a JPEG
+5. Every frame is read as 8-bit BGR, whatever its file holds: grey is repeated, a
+   palette expanded, alpha dropped, 16 bits scaled, and a PGM/PPM whose white level is
+   not 255 or 65535 (``maxval`` 1023) scaled by its own white.
+6. A frame that cannot be decoded, or whose file ends before its image does (a JPEG
    without its end marker, a PNG without its last chunk), is damaged: the run is
    refused naming it, or with ``--allow-partial`` the frame is skipped and listed.
 """
@@ -152,5 +155,30 @@ def decode_frame(path: Path) -> tuple[np.ndarray | None, str | None]:
     why = damage(data, path.suffix)
     if why is not None:
         return None, why
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    white = pnm_white(data)
+    if white is not None and white not in (255, 65535):
+        image = _scaled_pnm(data, white)
+    else:
+        image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     return image, None if image is not None else "cannot be decoded as an image"
+
+
+_PNM = re.compile(rb"^P[2356]\s*(?:#[^\n]*\s*)*\d+\s+(?:#[^\n]*\s*)*\d+\s+(?:#[^\n]*\s*)*(\d+)\s")
+
+
+def pnm_white(data: np.ndarray) -> int | None:
+    """The white level (``maxval``) a PGM or PPM file's header gives (None: not one)."""
+    match = _PNM.match(data[:256].tobytes())
+    return int(match.group(1)) if match else None
+
+
+def _scaled_pnm(data: np.ndarray, white: int) -> np.ndarray | None:
+    """A PGM/PPM whose white is not 255 or 65535 (a 10-bit camera's 1023, say), as BGR
+    uint8 on the 8-bit scale: OpenCV gives its samples as they are (1023 as 3 once cut
+    to 8 bits, 100 as 100 where 255 was meant)."""
+    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED)
+    if image is None or not 0 < white < 65536:
+        return None
+    scaled = np.clip(np.rint(image.astype(np.float32) * np.float32(255 / white)), 0, 255)
+    scaled = scaled.astype(np.uint8)
+    return cv2.cvtColor(scaled, cv2.COLOR_GRAY2BGR) if scaled.ndim == 2 else scaled

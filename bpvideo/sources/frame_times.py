@@ -23,6 +23,7 @@ __all__ = [
     "data_end",
     "passthrough_flag",
     "passthrough_options",
+    "scan_packets",
     "supports_times",
 ]
 
@@ -113,6 +114,11 @@ class Timestamps(threading.Thread):
             return self.seconds[index] if len(self.seconds) > index else None
 
 
+#: Bytes of a video packet that stands for no picture of its own: an AVI "drop frame"
+#: (one byte), an MPEG-4 N-VOP (six): the decoder gives no frame for it, and none is lost.
+PLACEHOLDER_BYTES = 8
+
+
 def data_end(ffmpeg: str, url: str, options: list[str], pass_fds: tuple[int, ...]) -> float | None:
     """Seconds from the first video packet to the end of the last packet of the video and
     audio streams (packets copied, nothing decoded): where a file's data really end.
@@ -121,15 +127,27 @@ def data_end(ffmpeg: str, url: str, options: list[str], pass_fds: tuple[int, ...
     whose frame rate varies, announces more frames than it holds; a truncated file's data
     end before its announced length. None when ffmpeg cannot say.
     """
-    cmd = [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "quiet", *options, "-i", url,
-           "-map", "0:V:0", "-map", "0:a?", "-c", "copy", "-f", "framecrc", "pipe:1"]  # fmt: skip
+    return scan_packets(ffmpeg, url, options, pass_fds)[0]
+
+
+def scan_packets(
+    ffmpeg: str, url: str, options: list[str], pass_fds: tuple[int, ...]
+) -> tuple[float | None, int | None]:
+    """Where a file's data end (:func:`data_end`) and how many packets of its video stream
+    hold a picture (more than :data:`PLACEHOLDER_BYTES`), from one pass that copies the
+    packets (``-copyts``: a clock that jumps keeps its gap). ``(None, None)`` when ffmpeg
+    cannot say.
+    """
+    cmd = [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "quiet", "-copyts", *options,
+           "-i", url, "-map", "0:V:0", "-map", "0:a?", "-c", "copy", "-f", "framecrc",
+           "pipe:1"]  # fmt: skip
     try:
         done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=600,
                               check=False, pass_fds=pass_fds)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
-        return None
+        return None, None
     bases: dict[int, Fraction] = {}
-    first, end = None, None
+    first, end, pictures = None, None, 0
     for raw in done.stdout.decode("ascii", "replace").splitlines():
         with contextlib.suppress(ValueError, ZeroDivisionError, IndexError):
             if raw.startswith("#tb "):
@@ -138,11 +156,12 @@ def data_end(ffmpeg: str, url: str, options: list[str], pass_fds: tuple[int, ...
             elif raw[:1].isdigit():
                 fields = [f.strip() for f in raw.split(",")]
                 stream, pts, duration = int(fields[0]), int(fields[2]), int(fields[3])
+                pictures += stream == 0 and int(fields[4]) > PLACEHOLDER_BYTES
                 t = pts * bases[stream]
                 if stream == 0 and (first is None or t < first):
                     first = t
                 stop = (pts + duration) * bases[stream]
                 end = stop if end is None else max(end, stop)
     if first is None or end is None:
-        return None
-    return float(end - first)
+        return None, pictures or None
+    return float(end - first), pictures

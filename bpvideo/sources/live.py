@@ -36,7 +36,7 @@ import numpy as np
 from bpvideo.errors import InputError, literal
 from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
 from bpvideo.sources import ffmpeg as _ffmpeg
-from bpvideo.sources.pipes import Y4M_MAGIC, _iter_y4m, open_pipe, parse_y4m_header
+from bpvideo.sources.pipes import Y4M_MAGIC, open_pipe, parse_y4m_header, y4m_frames
 from bpvideo.sources.stream import FrameSource, frame_size, resize_frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -229,7 +229,7 @@ def _connect(name: str, size: tuple[int, int] | None) -> _Connection:
         why = err[-1] if err else "no video stream"
         raise OSError(why.replace(name, redact(name)))
     header = parse_y4m_header(line, redact(name))
-    frames = _iter_y4m(proc.stdout, header, redact(name))
+    frames = y4m_frames(proc.stdout, header, redact(name))
     fps = header.fps if header.fps == header.fps and header.fps > 0 else DEFAULT_FPS
     return _Connection(proc, frames, header.width, header.height, fps)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, literal
 from bpvideo.records import Video
 from bpvideo.sources.files import IMAGE_EXTENSIONS, iter_frames, resize_frame
 from bpvideo.sources.headers import read_image
@@ -58,7 +58,9 @@ def load_observation_mask(
     """
     p = Path(path)
     if not p.exists():
-        raise InputError(f"{p}: mask not found: check the {{mask}} path", option=("mask", str(p)))
+        raise InputError(
+            f"{literal(p)}: mask not found: check the {{mask}} path", option=("mask", str(p))
+        )
     w0, h0 = native_size
 
     def prepare(image: np.ndarray, where: str) -> np.ndarray:
@@ -88,8 +90,8 @@ def load_observation_mask(
             mask[:, got - 1] = prepare(frame, f"{p} frame {got}")
         if got < n:
             raise InputError(
-                f"{p}: mask has {got} frame(s) after {{start}}/{{step}} but the video has {n}: "
-                "give one mask per frame, or a single mask image",
+                f"{literal(p)}: mask has {got} frame(s) after {{start}}/{{step}} but the video has "
+                f"{n}: give one mask per frame, or a single mask image",
                 option=("mask", str(p)),
             )
     if not mask.any():

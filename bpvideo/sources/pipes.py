@@ -8,25 +8,22 @@ child into y4m. Frames come out as uint8 BGR, numbered from 0 in stream order.
 
 from __future__ import annotations
 
-import math
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import BinaryIO
 
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError, literal, shown
+from bpvideo.errors import InputError, WorkError, literal
 from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
 from bpvideo.sources import ffmpeg as _ffmpeg
-from bpvideo.sources.headers import check_frame_size, check_rate, read_line
+from bpvideo.sources.headers import check_rate, read_line
+from bpvideo.sources.stream import resize_frame, scaled_size
+from bpvideo.sources.y4m import Y4M_MAGIC, Y4MHeader, parse_y4m_header, read_exact, y4m_frames
 
-__all__ = ["Y4MHeader", "open_pipe", "parse_y4m_header"]
-
-Y4M_MAGIC = b"YUV4MPEG2"
-#: Frame rate of raw frames on stdin (which carry none) unless ``fps`` says otherwise.
+__all__ = ["Y4M_MAGIC", "Y4MHeader", "open_pipe", "parse_y4m_header", "y4m_frames"]
 
 
 def open_pipe(
@@ -37,6 +34,7 @@ def open_pipe(
     fps: float | None = None,
     step: int = 1,
     name: str = "stdin",
+    scale: float = 1.0,
 ) -> tuple[Iterator[tuple[int, np.ndarray]], int, int, float]:
     """Start reading frames from ``stream``; only the header is read here.
 
@@ -54,12 +52,16 @@ def open_pipe(
         Frames kept (the rate of the selection is the stream's divided by ``step``).
     name : str
         The source, for messages.
+    scale : float
+        Each frame is resized by ``scale`` as it is read (its planes, before anything
+        else is made of them): memory follows the scaled size.
 
     Returns
     -------
     frames : iterator of (int, (H, W, 3) uint8 ndarray)
-        Every frame of the stream with its 0-based index.
+        Every frame of the stream with its 0-based index, resized by ``scale``.
     width, height : int
+        The stream's frame size (before ``scale``).
     fps : float
         Frame rate of the selected frames.
 
@@ -71,165 +73,53 @@ def open_pipe(
     if size is not None:
         w, h = size
         rate = fps if fps is not None else DEFAULT_FPS
-        return _iter_raw(stream, w, h, pix_fmt, name), w, h, rate
-    head = _read_exact(stream, len(Y4M_MAGIC))
+        return _iter_raw(stream, (w, h), pix_fmt, name, scale), w, h, rate
+    head = read_exact(stream, len(Y4M_MAGIC))
     if not head:
-        raise InputError(f"{name}: is empty: pipe frames into bpvideo separate -")
+        raise _empty(name)
     if head == Y4M_MAGIC:
         header = parse_y4m_header(head + read_line(stream, name, "the y4m header"), name)
-        raw = _iter_y4m(stream, header, name)
+        raw = y4m_frames(stream, header, name, scaled_size(header.width, header.height, scale))
     else:
-        header, raw = _ffmpeg_y4m(stream, head, name)
+        header, raw = _ffmpeg_y4m(stream, head, name, scale)
     rate = fps if fps is not None else (check_rate(header.fps, name, fps) or DEFAULT_FPS) / step
     return raw, header.width, header.height, rate
 
 
-def _read_exact(stream, size: int) -> bytes:
-    """Up to ``size`` bytes: fewer only at the end of the stream."""
-    chunks = []
-    got = 0
-    while got < size:
-        chunk = stream.read(size - got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+def _empty(name: str) -> InputError:
+    """The error of a stream that ended before its first byte."""
+    return InputError(
+        f"{literal(name)}: is empty (no byte came): pipe frames into bpvideo separate -"
+    )
 
 
 def _iter_raw(
-    stream, width: int, height: int, pix_fmt: str, name: str
+    stream: BinaryIO, frame: tuple[int, int], pix_fmt: str, name: str, scale: float
 ) -> Iterator[tuple[int, np.ndarray]]:
+    """Raw frames of ``frame`` (width, height) pixels, each resized by ``scale`` as read."""
+    width, height = frame
     channels = 1 if pix_fmt == "gray" else 3
     size = width * height * channels
     index = 0
     while True:
-        buf = _read_exact(stream, size)
+        buf = read_exact(stream, size)
+        if not buf and index == 0:
+            raise _empty(name)
         if not buf:
             return
         if len(buf) < size:
             raise WorkError(
-                f"{name}: stream ended inside frame {index} ({len(buf)} of {size} bytes of a "
-                f"{width}x{height} {pix_fmt} frame): check {{size}} and {{pix_fmt}}",
+                f"{literal(name)}: stream ended inside frame {index} ({len(buf)} of {size} bytes "
+                f"of a {width}x{height} {pix_fmt} frame): check {{size}} and {{pix_fmt}}",
                 option=("size", f"{width}x{height}"),
             )
-        frame = np.frombuffer(buf, dtype=np.uint8)
-        if channels == 1:
-            frame = cv2.cvtColor(frame.reshape(height, width), cv2.COLOR_GRAY2BGR)
-        else:
-            frame = frame.reshape(height, width, 3)
-        yield index, frame
+        image = np.frombuffer(buf, dtype=np.uint8).reshape(height, width, channels)
+        image = resize_frame(image[:, :, 0] if channels == 1 else image, scale)
+        yield index, cv2.cvtColor(image, cv2.COLOR_GRAY2BGR) if channels == 1 else image
         index += 1
 
 
-@dataclass
-class Y4MHeader:
-    """What a YUV4MPEG2 stream header says."""
-
-    width: int
-    height: int
-    fps: float
-    colorspace: str
-    full_range: bool
-
-
-def parse_y4m_header(line: bytes, name: str = "-") -> Y4MHeader:
-    """Parse the first line of a y4m stream (``YUV4MPEG2 W320 H240 F25:1 C420jpeg ...``).
-
-    Raises
-    ------
-    InputError
-        If the header is not y4m, lacks the size, or has an unsupported colour space.
-    """
-    tokens = line.decode("ascii", "replace").split()
-    if not tokens or tokens[0] != "YUV4MPEG2":
-        raise InputError(
-            f"{name}: not a y4m stream header: give {{size='WxH'}} for raw frames",
-            option=("size", None),
-        )
-    fields = {t[0]: t[1:] for t in tokens[1:] if t}
-    try:
-        width, height = int(fields["W"]), int(fields["H"])
-    except (KeyError, ValueError):
-        raise InputError(
-            f"{literal(name)}: y4m header lacks W/H: {literal(shown(line))}: check the stream"
-        ) from None
-    check_frame_size(width, height, name, "y4m frames")
-    fps = DEFAULT_FPS
-    if "F" in fields:
-        num, _, den = fields["F"].partition(":")
-        try:
-            fps = float(num) / float(den or 1)
-        except (ValueError, ZeroDivisionError, OverflowError):
-            fps = math.nan  # refused below, unless --fps replaces it
-    colorspace = fields.get("C", "420jpeg")
-    base = "mono" if colorspace.startswith("mono") else colorspace[:3]
-    if base not in ("420", "444", "422", "mono") or colorspace.endswith(("p10", "p12", "p16")):
-        raise InputError(
-            f"{name}: y4m colour space C{colorspace} is not supported (8-bit 420, 422, 444, "
-            "mono are): convert with ffmpeg -pix_fmt yuv420p"
-        )
-    full = any(t.upper() == "XCOLORRANGE=FULL" for t in tokens)
-    return Y4MHeader(width, height, fps, base, full)
-
-
-def _yuv_to_bgr(y: np.ndarray, u: np.ndarray, v: np.ndarray, full: bool) -> np.ndarray:
-    """BT.601 YUV planes (same size) to BGR uint8."""
-    yf = y.astype(np.float32)
-    uf = u.astype(np.float32) - 128.0
-    vf = v.astype(np.float32) - 128.0
-    if full:
-        r, g, b = yf + 1.402 * vf, yf - 0.344136 * uf - 0.714136 * vf, yf + 1.772 * uf
-    else:
-        yf = 1.164383 * (yf - 16.0)
-        r = yf + 1.596027 * vf
-        g = yf - 0.391762 * uf - 0.812968 * vf
-        b = yf + 2.017232 * uf
-    out = np.stack([b, g, r], axis=2)
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
-
-
-def _iter_y4m(stream, header: Y4MHeader, name: str) -> Iterator[tuple[int, np.ndarray]]:
-    w, h = header.width, header.height
-    cw, ch = {
-        "420": ((w + 1) // 2, (h + 1) // 2),
-        "422": ((w + 1) // 2, h),
-        "444": (w, h),
-        "mono": (0, 0),
-    }[header.colorspace]
-    size = w * h + 2 * cw * ch
-    index = 0
-    while True:
-        line = read_line(stream, name, f"the FRAME line of y4m frame {index}")
-        if not line:
-            return
-        if not line.startswith(b"FRAME"):
-            raise WorkError(
-                f"{name}: y4m frame {index} lacks its FRAME marker: the stream is damaged"
-            )
-        buf = _read_exact(stream, size)
-        if len(buf) < size:
-            raise WorkError(
-                f"{name}: stream ended inside frame {index} ({len(buf)} of {size} bytes): the "
-                "y4m stream is truncated"
-            )
-        data = np.frombuffer(buf, dtype=np.uint8)
-        y = data[: w * h].reshape(h, w)
-        if header.colorspace == "mono":
-            frame = cv2.cvtColor(y, cv2.COLOR_GRAY2BGR)
-        else:
-            u = data[w * h : w * h + cw * ch].reshape(ch, cw)
-            v = data[w * h + cw * ch :].reshape(ch, cw)
-            if ch != h:
-                u, v = np.repeat(u, 2, axis=0)[:h], np.repeat(v, 2, axis=0)[:h]
-            if cw != w:
-                u, v = np.repeat(u, 2, axis=1)[:, :w], np.repeat(v, 2, axis=1)[:, :w]
-            frame = _yuv_to_bgr(y, u, v, header.full_range)
-        yield index, frame
-        index += 1
-
-
-def _ffmpeg_y4m(stream, head: bytes, name: str):
+def _ffmpeg_y4m(stream: BinaryIO, head: bytes, name: str, scale: float):
     """Decode a container on ``stream`` (``head`` already read from it) into y4m by ffmpeg."""
     from bpvideo.sources.frame_times import passthrough_flag
 
@@ -281,15 +171,16 @@ def _ffmpeg_y4m(stream, head: bytes, name: str):
         proc.wait()
         detail = err[-1] if err else "no video stream"
         raise InputError(
-            f"{name}: stdin cannot be decoded as a video ({detail}): give {{size='WxH'}} and "
-            "{pix_fmt} for raw frames, or a y4m or other container stream",
+            f"{literal(name)}: stdin cannot be decoded as a video ({literal(detail)}): give "
+            "{size='WxH'} and {pix_fmt} for raw frames, or a y4m or other container stream",
             option=("size", None),
         )
     header = parse_y4m_header(line, name)
 
     def frames() -> Iterator[tuple[int, np.ndarray]]:
         try:
-            yield from _iter_y4m(proc.stdout, header, name)
+            size = scaled_size(header.width, header.height, scale)
+            yield from y4m_frames(proc.stdout, header, name, size)
             if proc.wait() != 0:
                 err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
                 raise WorkError(

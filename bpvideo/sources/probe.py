@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,11 +218,34 @@ def probe(path: str | os.PathLike, references: bool = False) -> VideoProbe:
                         scan.pattern, scan.summary())  # fmt: skip
         return VideoProbe("folder", w, h, DEFAULT_FPS, len(files), files, numbers,
                           numbering, skipped=list(scan.skipped))  # fmt: skip
-    if p.stat().st_size == 0:
-        raise InputError(f"{p}: file is empty: give a video file with frames in it")
-    if p.suffix.lower() in IMAGE_EXTENSIONS:
-        raise InputError(
-            f"{p}: is a single image, but separation needs many frames: give a video or a "
-            "folder of frames"
-        )
+    _check_file(p)
     return _video_info(p, references)
+
+
+def _check_file(p: Path) -> None:
+    """Refuse what is not a video file before ffmpeg is asked: a pipe or a device (read
+    once, by the probe), an empty file, a single image (by its content, not its name: a
+    video named ``.jpg`` is a video).
+
+    Raises
+    ------
+    InputError
+        Naming what the path is and what to give instead.
+    """
+    mode = p.stat().st_mode
+    if not stat.S_ISREG(mode):
+        what = (
+            "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        )
+        raise InputError(
+            f"{literal(p)}: is {what}, not a file, and a video is read from a path twice (its "
+            "probe, then its frames): give - to read stdin (bpvideo separate - < clip.mp4), "
+            "or save the stream to a file first"
+        )
+    if p.stat().st_size == 0:
+        raise InputError(f"{literal(p)}: file is empty: give a video file with frames in it")
+    if image_size(p) is not None:
+        raise InputError(
+            f"{literal(p)}: is a single image, but separation needs many frames: give a video "
+            "or a folder of frames"
+        )

@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.sources.accounting import FrameLoss, check_strict
 from bpvideo.times import parse_time
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("bpvideo")
+
+#: Pixels a side that ``scale`` may not shrink a frame below (1x1 out of 48x36 is no scene).
+SCALED_SIDE = 2
 
 
 class TruncatedVideoError(WorkError):
@@ -103,6 +107,9 @@ class FrameSource:
         Files of a folder that are not among its frames, and why (see
         :mod:`bpvideo.sources.folders`); damaged frames skipped by ``allow_partial`` are added
         as they are met.
+    lost : FrameLoss
+        Frames dropped or repeated, and why (:mod:`bpvideo.sources.accounting`): complete once
+        the frames are consumed.
     """
 
     name: str
@@ -120,6 +127,7 @@ class FrameSource:
     start: int = 0
     times: dict[int, float] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    lost: FrameLoss = field(default_factory=FrameLoss)
     _decoder: Any = None
 
     def mask_number(self, frame_number: int) -> int:
@@ -137,8 +145,8 @@ class FrameSource:
         total = "" if total is None else f"the source has {total} frame(s), "
         at = "" if isinstance(start, int) else f" (frame {self.start})"
         return InputError(
-            f"{self.name}: no frames selected ({total}{{start=}}{at}, {{step={step}}}): lower "
-            "{start} or check the input",
+            f"{literal(self.name)}: no frames selected ({total}{{start=}}{at}, {{step={step}}}): "
+            "lower {start} or check the input",
             option=("start", start),
         )
 
@@ -228,26 +236,26 @@ def resolve_selection(
 def frame_size(w: int, h: int, scale: float, name: str) -> tuple[int, int]:
     """The size of ``name``'s frames after ``scale``, checked against the bounds.
 
+    Any size of one pixel a side or more is taken (a 3x2 or 1x64 frame too): the bound
+    on small frames is the solver's, ``rank`` below the number of pixels, checked with
+    the other options. Only ``scale`` may not shrink a side below :data:`SCALED_SIDE`
+    pixels (or below the input's own, when it has fewer).
+
     Raises
     ------
     InputError
-        Frames of ``w`` x ``h`` outside the bounds, or that ``scale`` makes smaller than
-        :data:`~bpvideo.settings.MIN_SIDE` pixels a side (no scene left to separate) or
-        larger than the bounds.
+        Frames of ``w`` x ``h``, or scaled by ``scale``, outside the bounds, or a
+        ``scale`` that leaves a side of less than :data:`SCALED_SIDE` pixels.
     """
-    from bpvideo.limits import MIN_SIDE
     from bpvideo.sources.headers import check_frame_size
 
     check_frame_size(w, h, name)
     sw, sh = scaled_size(w, h, scale)
-    if min(sw, sh) < MIN_SIDE:
-        least = MIN_SIDE / min(w, h)
+    if sw < min(w, SCALED_SIDE) or sh < min(h, SCALED_SIDE):
+        least = SCALED_SIDE / min(w, h)
         raise InputError(
             f"{literal(name)}: {{scale=}} makes frames of {sw}x{sh} pixels out of {w}x{h}: "
-            f"raise {{scale}} to {least:.3g} or more ({MIN_SIDE} pixels a side at least)"
-            if least <= 1
-            else f"{literal(name)}: frames of {w}x{h} pixels are too small: give frames of "
-            f"{MIN_SIDE}x{MIN_SIDE} pixels or more",
+            f"raise {{scale}} to {least:.3g} or more",
             option=("scale", scale),
         )
     check_frame_size(sw, sh, name, f"frames scaled by {scale:g}")
@@ -279,10 +287,13 @@ def scaled_frames(
     source: FrameSource,
     selected: Iterator[tuple[int, np.ndarray]],
     scale: float,
-    allow_partial: bool,
+    allow: tuple[bool, bool],
     selection: tuple[int, int | None, int],
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """The frames of ``selected`` resized; a truncation ends them when ``allow_partial``."""
+    """The frames of ``selected`` resized; a truncation ends them when ``allow_partial``;
+    ``allow``: ``(allow_partial, strict)``. At their end the frames lost are logged, and
+    with ``strict`` refused (:func:`~bpvideo.sources.accounting.check_strict`)."""
+    allow_partial, strict = allow
     kept = 0
     try:
         for number, frame in selected:
@@ -293,6 +304,8 @@ def scaled_frames(
             raise
         source.partial = True
         source.frames_expected = selected_count(exc.expected, *selection)
+        missing = (source.frames_expected or kept) - kept
+        source.lost.add(f"{missing} after the damage (allow_partial)", dropped=missing)
         logger.warning(
             "%s: only %d frame(s) could be decoded (of %s announced); allow_partial keeps "
             "the %d selected frame(s) read and marks the result partial",
@@ -305,3 +318,5 @@ def scaled_frames(
         close = getattr(selected, "close", None)
         if close is not None:
             close()
+    # At the end only (not when closed early); a partial result was warned of above.
+    check_strict(source.name, source.lost, strict, warn=not source.partial)

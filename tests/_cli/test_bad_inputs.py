@@ -350,12 +350,31 @@ def test_allow_partial_keeps_frames_and_marks_result(
     assert summary["partial"] is True
     assert summary["frames"] == 19 and summary["frames_expected"] == 40
     assert summary["frame_numbers"] == list(range(19))
+    assert summary["frames_lost"]["dropped"] == 40 - 19
     assert len(list((out / "masks").iterdir())) == 19
     assert read_video(out / "background.mp4").n_frames == 19
     # The frames kept are the ones the file holds: the same pixels as the full clip's.
     full = read_video(bad["clip"], frames=19)
     part = read_video(bad["truncated"], allow_partial=True)
     np.testing.assert_array_equal(part.data, full.data)
+
+
+def test_strict_refuses_frames_lost(run_cli, bad: dict[str, Path], tmp_path: Path) -> None:
+    """--strict: a frame lost (here the 21 after the damage kept by --allow-partial) is
+    exit 1 with one line naming the input and the fix, and nothing is kept; a clip that
+    loses nothing is separated as without it."""
+    out = tmp_path / "out"
+    res = run_cli("separate", bad["truncated"], "-o", out, "--allow-partial", "--strict",
+                  "--rank", "1", "-q")  # fmt: skip
+    assert res.code == 1 and not out.exists()
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.err
+    assert lines[0].startswith(f"bpvideo: error: {bad['truncated']}: 21 frame(s) dropped")
+    assert lines[0].endswith("drop --strict to keep the frames read")
+    ok = run_cli("separate", bad["clip"], "-o", tmp_path / "ok", "--strict", "--rank", "1", "-q")
+    assert ok.code == 0, ok.err
+    summary = json.loads((tmp_path / "ok" / "summary.json").read_text())
+    assert summary["frames_lost"] == {"dropped": 0, "repeated": 0, "causes": []}
 
 
 def test_allow_partial_with_selection(run_cli, bad: dict[str, Path], tmp_path: Path) -> None:

@@ -10,12 +10,13 @@ from bpvideo.records import Stopwatch
 
 #: The top-level keys of summary.json, in order (``learned`` and ``evaluation`` only when
 #: there are some; ``mask_numbers`` came with issue 14, ``times`` and ``skipped`` with
-#: issue 27, ``events`` with issue 28).
+#: issue 27, ``events`` with issue 28, ``frames_lost`` with issue 42).
 KEYS = [
     "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "times",
     "width",
     "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
     "windows", "outputs", "partial", "frames_expected", "skipped", "seconds", "events",
+    "frames_lost",
 ]  # fmt: skip
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -10,7 +14,7 @@ import pytest
 
 from bpvideo.errors import InputError
 from bpvideo.sinks.writers import write_video
-from bpvideo.sources.files import list_image_files, open_source
+from bpvideo.sources.files import TruncatedVideoError, list_image_files, open_source
 from bpvideo.sources.video import read_video
 from bpvideo.synthetic import make_scene
 from tests.conftest import tiny_frames
@@ -150,3 +154,104 @@ def test_a_truncated_file_is_still_one(tmp_path: Path) -> None:
     cut.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
     with pytest.raises(TruncatedVideoError, match="truncated or damaged"):
         list(open_source(cut).frames)
+
+
+@pytest.mark.parametrize("name", ["s{x}.mkv", "s{start}.mkv", "t{b}.mkv"])
+def test_braces_in_a_name_are_shown_as_they_are(tiny_clip: Path, tmp_path: Path, name: str) -> None:
+    """A name is data: its braces are neither options nor dropped, in any message."""
+    from bpvideo.settings import cli_flags
+
+    path = tmp_path / name
+    shutil.copyfile(tiny_clip, path)
+    assert sum(1 for _ in open_source(path).frames) == 24  # it is read
+    source = open_source(path, start=500)
+    assert not list(source.frames)
+    error = source.nothing_selected(500, 1)
+    assert error.render(cli_flags()).startswith(f"{path}: no frames selected")
+    cut = tmp_path / ("cut" + name)
+    cut.write_bytes(tiny_clip.read_bytes()[: tiny_clip.stat().st_size * 2 // 3])
+    with pytest.raises(TruncatedVideoError) as caught:
+        list(open_source(cut).frames)
+    assert caught.value.render(cli_flags()).startswith(f"{cut}: ")
+
+
+@contextlib.contextmanager
+def _bpvideo_log(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """``caplog`` gets the warnings of the ``bpvideo`` logger, which the CLI keeps from
+    the root logger once it has run (``propagate = False``, its level that of ``-q``)."""
+    logger = logging.getLogger("bpvideo")
+    level = logger.level
+    logger.addHandler(caplog.handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.removeHandler(caplog.handler)
+        logger.setLevel(level)
+
+
+def _corrupt_middle(path: Path, out: Path, length: int = 300) -> Path:
+    """A copy of ``path`` with ``length`` bytes in its middle overwritten."""
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + length] = b"\xaa" * length
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_frames_lost_to_damage_are_counted(tmp_path: Path, caplog) -> None:
+    """A damaged part in the middle of a Matroska file (its demuxer skips a cluster):
+    every frame the container announces is either read or counted as dropped, with a
+    warning; ``strict`` refuses it at the end of the frames."""
+    from bpvideo.errors import WorkError
+
+    clip = _ffmpeg_clip(tmp_path / "c.mkv", "-frames:v", "40", "-c:v", "ffv1")
+    bad = _corrupt_middle(clip, tmp_path / "bad.mkv")
+    source = open_source(bad)
+    with _bpvideo_log(caplog):
+        read = len(list(source.frames))
+    assert read < 40 and not source.partial
+    assert source.lost.dropped == 40 - read and source.lost.repeated == 0
+    assert any("dropped" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+    whole = open_source(clip)
+    assert len(list(whole.frames)) == 40 and whole.lost.total == 0  # nothing when none
+    strict = open_source(bad, strict=True)
+    with pytest.raises(WorkError, match=r"bad\.mkv: \d+ frame\(s\) dropped"):
+        list(strict.frames)
+
+
+def test_a_frame_size_change_loses_no_frame_silently(tmp_path: Path) -> None:
+    """H.264 whose size changes mid-stream (64x48, then 80x60; B-frames): every frame is
+    given at the first size, and the one the decoder gives nothing for is counted."""
+    import subprocess
+
+    from bpvideo.sources.ffmpeg import executable
+
+    parts = []
+    for k, size in enumerate(("64x48", "80x60")):
+        part = _ffmpeg_clip(tmp_path / f"{k}.h264", "-frames:v", "20", "-c:v", "libx264",
+                            pattern=f"testsrc2=s={size}:r=10")  # fmt: skip
+        parts.append(part.read_bytes())
+    (tmp_path / "both.h264").write_bytes(b"".join(parts))
+    clip = tmp_path / "both.mp4"
+    subprocess.run([executable(), "-loglevel", "error", "-y", "-r", "10", "-i",
+                    str(tmp_path / "both.h264"), "-c", "copy", str(clip)], check=True)  # fmt: skip
+    source = open_source(clip)
+    frames = [frame for _, frame in source.frames]
+    assert {f.shape for f in frames} == {(48, 64, 3)}
+    assert len(frames) + source.lost.dropped == 40 and source.lost.dropped >= 1
+
+
+def test_a_damaged_frame_file_skipped_is_counted(tiny_folder: Path, tmp_path: Path) -> None:
+    """A damaged frame of a folder skipped by ``allow_partial`` is a frame lost."""
+    from bpvideo.errors import WorkError
+
+    folder = tmp_path / "f"
+    shutil.copytree(tiny_folder / "input", folder)
+    damaged = sorted(folder.iterdir())[5]
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    source = open_source(folder, allow_partial=True)
+    assert len(list(source.frames)) == 23
+    assert source.lost.dropped == 1 and damaged.name in source.lost.causes[0]
+    with pytest.raises(WorkError, match="1 frame\\(s\\) dropped"):
+        list(open_source(folder, allow_partial=True, strict=True).frames)

@@ -109,3 +109,27 @@ def test_the_summary_says_what_was_skipped(run_cli, tmp_path: Path) -> None:
     skipped = {s["file"]: s["why"] for s in res.json()["skipped"]}
     assert skipped == {"._in000001.jpg": "hidden", "Thumbs.db": "not an image"}
     assert "skipped 1 hidden (._in000001.jpg); 1 not an image (Thumbs.db)" in res.err
+
+
+@pytest.mark.parametrize(("magic", "white"), [(b"P5", 1023), (b"P6", 4095), (b"P5", 100)])
+def test_pnm_frames_of_any_white_level_read_on_the_8_bit_scale(
+    tmp_path: Path, magic: bytes, white: int
+) -> None:
+    """PGM/PPM frames whose white is not 255 or 65535 (a 10-bit camera's 1023; 100) give
+    the frames their 8-bit twins give (1023 was cut to 0..3, 100 read as 100 of 255)."""
+    frames = tiny_frames(n=6)[0]
+    if magic == b"P5":
+        frames = np.stack([cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in frames])
+    deep, twin = tmp_path / "deep", tmp_path / "twin"
+    deep.mkdir(), twin.mkdir()
+    ext = ".pgm" if magic == b"P5" else ".ppm"
+    for i, frame in enumerate(frames):
+        rgb = frame[..., ::-1] if frame.ndim == 3 else frame
+        samples = np.rint(rgb.astype(float) * white / 255).astype(">u2" if white > 255 else "u1")
+        header = magic + f"\n48 36\n{white}\n".encode()
+        (deep / f"in{i:03d}{ext}").write_bytes(header + samples.tobytes())
+        (twin / f"in{i:03d}{ext}").write_bytes(cv2.imencode(ext, frame)[1].tobytes())
+    got = np.stack([f for _, f in open_source(deep).frames]).astype(int)
+    want = np.stack([f for _, f in open_source(twin).frames]).astype(int)
+    assert got.shape == want.shape == (6, 36, 48, 3)
+    assert np.abs(got - want).max() <= 1

@@ -12,6 +12,7 @@ from bpvideo.sinks.writers import write_video
 from bpvideo.sources import frame_times
 from bpvideo.sources.files import open_source
 from bpvideo.synthetic import make_scene
+from tests.sources.test_files import _bpvideo_log
 
 
 def test_an_older_ffmpeg_gets_the_flags_it_has(monkeypatch) -> None:
@@ -41,3 +42,31 @@ def test_data_end_counts_every_stream(tmp_path: Path) -> None:
     clip = tmp_path / "clip.mkv"
     write_video(clip, make_scene(32, 24, 10, seed=3).frames, 10.0, lossless=True)
     assert data_end_of(clip) == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_clock_jump_is_kept_in_the_times(tmp_path: Path, caplog) -> None:
+    """Two transport streams one after the other, the second's clock 2 hours on: every
+    frame is read (not "truncated" for the hours the container's duration spans), the
+    times keep the gap, a log line says where it is, and no frame counts as lost."""
+    import subprocess
+
+    from bpvideo.sources.ffmpeg import executable
+
+    parts = []
+    for k, offset in enumerate(("100", "7300")):  # the clocks of 2 s parts start 2 h apart
+        part = tmp_path / f"{k}.ts"
+        subprocess.run([executable(), "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                        "testsrc2=s=48x36:r=10:d=2", "-c:v", "libx264", "-output_ts_offset",
+                        offset, str(part)], check=True)  # fmt: skip
+        parts.append(part.read_bytes())
+    clip = tmp_path / "jump.ts"
+    clip.write_bytes(b"".join(parts))
+    source = open_source(clip)
+    with _bpvideo_log(caplog):
+        numbers = [n for n, _ in source.frames]
+    assert numbers == list(range(40)) and not source.partial
+    gaps = np.diff([source.times[n] for n in numbers])
+    assert gaps[19] == pytest.approx(7200 - 1.9) and np.allclose(np.delete(gaps, 19), 0.1)
+    assert any("clock jumps" in r.getMessage() and "19 and 20" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+    assert source.lost.dropped == 0

@@ -122,3 +122,78 @@ def test_y4m_and_container_on_stdin(piped_frames, tmp_path: Path) -> None:
     truncated = io.BytesIO(y4m.read_bytes()[:-50])
     with pytest.raises(WorkError, match="truncated"):
         list(open_source("-", stdin=truncated).frames)
+
+
+@pytest.mark.parametrize("size", [(3, 2), (1, 64)])
+def test_raw_frames_of_any_size_the_solver_takes(size: tuple[int, int], tmp_path: Path) -> None:
+    """Raw frames of 3x2 or 1x64 pixels are separated (the bound is ``rank`` < pixels, not
+    a smallest side): the background is the still level where a pixel is lit in frames
+    10-19, and that pixel is foreground there (no clean-up of small blobs), not elsewhere."""
+    w, h = size
+    rng = np.random.default_rng(1)
+    frames = np.clip(100 + rng.normal(0, 1.0, (40, h, w)), 0, 255).astype(np.uint8)
+    frames[10:20, 0, 0] = 250
+    done = bpvideo_process("separate", "-", "--size", f"{w}x{h}", "-o", tmp_path / "o", "-q",
+                           "--rank", "1", "--open-radius", "0", "--min-area", "0",
+                           stdin=frames.tobytes())  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    background = cv2.imread(str(tmp_path / "o" / "background.png"), cv2.IMREAD_GRAYSCALE)
+    assert background.shape == (h, w) and abs(int(background[0, 0]) - 100) <= 3
+    masks = read_masks(tmp_path / "o" / "masks") > 0
+    assert masks.shape == (40, h, w)
+    lit = masks[:, 0, 0]
+    assert lit[10:20].sum() >= 8 and lit[:10].sum() + lit[20:].sum() <= 1
+
+
+def test_empty_stdin_of_raw_frames_says_it_is_empty() -> None:
+    """No byte on stdin is "empty" for raw frames too (not "no frames selected: lower
+    start", which is wrong advice)."""
+    source = open_source("-", stdin=io.BytesIO(b""), size=(8, 8))
+    with pytest.raises(InputError, match=r"^stdin: is empty"):
+        list(source.frames)
+
+
+def _y4m(pix_fmt: str, *args: str, source: str = "testsrc2=s=64x48:r=10:d=0.5") -> bytes:
+    """A y4m stream of ffmpeg's test pattern in ``pix_fmt``."""
+    from bpvideo.sources.ffmpeg import executable
+
+    cmd = [executable(), "-loglevel", "error", "-f", "lavfi", "-i", source, *args,
+           "-pix_fmt", pix_fmt, "-strict", "-1", "-f", "yuv4mpegpipe", "-"]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, check=True, timeout=60).stdout
+
+
+@pytest.mark.parametrize(
+    ("deep", "twin"),
+    [("yuv420p10le", "yuv420p"), ("yuv444p12le", "yuv444p"), ("yuv422p10le", "yuv422p"),
+     ("gray10le", "gray"), ("gray16le", "gray")],
+)  # fmt: skip
+def test_y4m_of_any_bit_depth_reads_as_its_8_bit_twin(deep: str, twin: str) -> None:
+    """A 10-, 12- or 16-bit y4m stream (C420p10, Cmono16...) gives the frames its 8-bit
+    twin gives, within a grey level or two (it was refused, or misread as 8-bit)."""
+    got = [f for _, f in open_source("-", stdin=io.BytesIO(_y4m(deep))).frames]
+    want = [f for _, f in open_source("-", stdin=io.BytesIO(_y4m(twin))).frames]
+    assert len(got) == len(want) == 5
+    diff = np.abs(np.stack(got).astype(int) - np.stack(want).astype(int))
+    assert diff.mean() < 0.5 and np.percentile(diff, 99) <= 2
+
+
+def test_y4m_frames_are_scaled_as_they_are_read() -> None:
+    """With ``scale``, a y4m frame's planes are scaled before anything else is made of
+    them: reading never holds more than two full-size frames' bytes (the conversion of a
+    full-size frame to colour took about twenty), and the frames match the full-size ones
+    scaled."""
+    import tracemalloc
+
+    stream = _y4m("yuv420p", source="testsrc2=s=640x480:r=10:d=0.3")
+    full = [f for _, f in open_source("-", stdin=io.BytesIO(stream)).frames]
+    source = open_source("-", stdin=io.BytesIO(stream), scale=0.25)
+    tracemalloc.start()
+    try:
+        small = [f for _, f in source.frames]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (source.width, source.height) == (160, 120) and len(small) == 3
+    assert peak < 2 * full[0].nbytes
+    expected = cv2.resize(full[1], (160, 120), interpolation=cv2.INTER_AREA)
+    assert np.abs(small[1].astype(int) - expected.astype(int)).mean() < 1.0
