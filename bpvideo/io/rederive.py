@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
-from bpvideo.events import Event, EventRecorder, FrameTable
+from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
 from bpvideo.io.event_report import report_html
 from bpvideo.io.event_sinks import report_facts
 from bpvideo.io.event_stream import EventStream, event_options, events_csv, frame_times
@@ -52,11 +52,11 @@ def find_events(
     if masks.ndim != 3:
         raise InputError(f"masks of shape {masks.shape}: give (T, H, W) booleans")
     n = len(masks)
+    fps = check_fps(fps)
     numbers = np.arange(1, n + 1) if numbers is None else np.asarray(numbers)
-    times = frame_times(numbers, fps) if times is None else np.asarray(times, dtype=np.float64)
-    if len(numbers) != n or len(times) != n:
-        raise InputError(f"{n} masks but {len(numbers)} numbers and {len(times)} times: give "
-                         "one of each per mask")  # fmt: skip
+    if len(numbers) != n:
+        raise InputError(f"{n} masks but {len(numbers)} numbers: give one number per mask")
+    times = frame_times(numbers, fps) if times is None else check_times(times, n)
     region = region_mask(settings.roi, settings.exclude, masks.shape[1:], settings.scale)
     recorder = EventRecorder(fps, region, **event_options(settings))
     for lo in range(0, n, BLOCK):
