@@ -187,6 +187,42 @@ CASES = [
         r"--mask and --observe",
         "choose one",
     ),
+    # --- regions that leave nothing to report (issue 42) ---------------------------------
+    Case(
+        "roi-outside-frame",
+        ("{clip}", "--roi", "100,100 200,100 200,200"),
+        2,
+        r"--roi '100,100 200,100 200,200' covers no pixel of the 48x36 frames",
+        r"give corners inside the frame \(x 0\.\.47, y 0\.\.35\)",
+    ),
+    Case(
+        "exclude-everything",
+        ("{clip}", "--exclude", "0,0 47,0 47,35 0,35"),
+        2,
+        r"--exclude covers the whole 48x36 frame: nothing would be reported",
+        "shrink --exclude",
+    ),
+    Case(
+        "roi-equals-exclude",
+        ("{clip}", "--roi", "5,5 20,5 20,20", "--exclude", "5,5 20,5 20,20"),
+        2,
+        r"--exclude covers all of --roi: nothing would be reported",
+        "shrink --exclude or widen --roi",
+    ),
+    Case(
+        "roi-huge-corner",
+        ("{clip}", "--roi", f"0,0 {2**40},0 10,10"),
+        2,
+        rf"--roi '0,0 {2**40},0 10,10' has a corner '{2**40},0' more than 1000000 pixels",
+        "give corners in pixels of the input",
+    ),
+    Case(
+        "roi-empty-image",
+        ("{clip}", "--roi", "{mask_zero}"),
+        2,
+        r"--roi '.*mask_zero\.png' covers no pixel of the 48x36 frames",
+        "non-zero where the region is",
+    ),
     # --- option values -------------------------------------------------------------------
     Case(
         "rank-ge-frames",
