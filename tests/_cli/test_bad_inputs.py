@@ -370,6 +370,21 @@ def test_bad_input_real_process(bad: dict[str, Path], tmp_path: Path, case_id: s
     assert output_files(tmp_path) == []
 
 
+@pytest.mark.parametrize("flag", ["--roi", "--exclude", "-c"])
+def test_a_fifo_where_a_file_is_needed_is_refused_at_once(
+    bad: dict[str, Path], tmp_path: Path, flag: str
+) -> None:
+    """A FIFO with no writer given as a mask image or a defaults file is refused in one
+    line, where it blocked the run for ever (issue 42); the timeout fails the old code."""
+    fifo = tmp_path / "zone.png"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    res = run_process("separate", bad["clip"], "-o", out, flag, fifo, timeout=60)
+    assert_one_error_line(res, 2, r"zone\.png: the (image|config) is a named pipe \(FIFO\)",
+                          "not a regular file .*: give a file")  # fmt: skip
+    assert not out.exists()
+
+
 # --- kept on purpose: --allow-partial ----------------------------------------------------
 
 
