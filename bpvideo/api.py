@@ -197,7 +197,10 @@ def drain(blocks: Iterable[Block], sinks: list[Sink], tracker: Tracker | None = 
             sink.close()
     except BaseException:
         for sink in sinks:
-            sink.abort()
+            try:
+                sink.abort()
+            except Exception as exc:  # the run's own error is the one to tell, not this
+                logger.debug("aborting %s failed too: %s", type(sink).__name__, exc)
         raise
 
 

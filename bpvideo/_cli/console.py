@@ -23,6 +23,7 @@ import click
 
 from bpvideo.allocator import own_process
 from bpvideo.errors import BpvideoError, InputError, Terminated
+from bpvideo.io.failures import check_open_files, resource_failure
 from bpvideo.progress import Progress
 from bpvideo.settings import cli_flags
 from bpvideo.solvers import Iterate
@@ -356,6 +357,8 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
     before = len(_committed())
     try:
         with _sigterm_raises(process_exit=argv is None):
+            if argv is None:  # this process's limits are bpvideo's to set
+                check_open_files()
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
         name = _signal_name(exc.signum)
@@ -412,6 +415,10 @@ def _unexpected(exc: Exception, before: int) -> int:
     if stdout_failed is not None:
         click.echo(_stdout_lost(stdout_failed, before), err=True)
         return 1
+    failure = resource_failure(exc)  # a full disk, a process limit: not a bug
+    if failure is not None:
+        click.echo(error_line(failure), err=True)
+        return failure.exit_code
     if isinstance(exc, OSError) and _cwd_gone():
         click.echo(
             "bpvideo: error: the current folder no longer exists (it was removed while "
