@@ -26,10 +26,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bpvideo.api import drain, settings_of
-from bpvideo.errors import InputError
+from bpvideo.errors import BpvideoError, InputError, literal
 from bpvideo.events.online import OnlineEvents
 from bpvideo.io.event_sinks import block_times
 from bpvideo.io.event_stream import event_options
+from bpvideo.io.failures import retold
 from bpvideo.io.guard import Access, check_access, separate_access
 from bpvideo.io.live import is_device, is_url, open_live
 from bpvideo.io.regions import region_mask
@@ -249,7 +250,13 @@ def _run(source: FrameSource, reader: Any, settings: SeparateSettings, out_path:
         sinks.append(MaskStreamSink(settings.masks_to))
     if settings.events_to is not None:
         sinks.append(_event_sink(settings, source, fps))
-    drain(blocks, sinks)
+    try:
+        drain(blocks, sinks)
+    except BpvideoError as exc:
+        kept = results.closed if isinstance(results, SegmentSink) else []
+        if not kept:
+            raise
+        raise _saying_kept(exc, kept, out_path) from exc
     if isinstance(results, SegmentSink):
         return results.closed
     return [results.path] if results.report is not None else []
@@ -355,6 +362,16 @@ class LiveSeparator(BackgroundModel):
     def updates(self) -> int:
         """Re-solves swapped in so far."""
         return 0 if self.online is None else self.online.updates
+
+
+def _saying_kept(error: BpvideoError, kept: list[Path], root: Path) -> BpvideoError:
+    """``error`` of a run that had closed segments: its message says which were kept (a
+    part that said "nothing was kept" spoke for the segment being written only)."""
+    said = (f"kept: the {len(kept)} segment(s) closed before it, complete, in {root} "
+            f"({kept[0].name} to {kept[-1].name}); the one being written was removed")  # fmt: skip
+    if "nothing was kept" in error.template:
+        return retold(error, error.template.replace("nothing was kept", literal(said)))
+    return retold(error, f"{error.template}; {literal(said)}")
 
 
 def _frame_rate(fps: Any) -> float:

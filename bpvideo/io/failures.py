@@ -13,7 +13,6 @@ the chain of exceptions for the first one.
 
 from __future__ import annotations
 
-import copy
 import errno
 import os
 import resource
@@ -33,6 +32,7 @@ __all__ = [
     "reason",
     "removed_failure",
     "resource_failure",
+    "retold",
     "temp_failure",
     "unstaged",
     "write_failure",
@@ -188,16 +188,26 @@ def resource_failure(exc: BaseException) -> WorkError | None:
 
 
 def unstaged(error: BpvideoError, renames: Renames) -> BpvideoError | None:
-    """``error`` with the files of the hidden staging folder (and files staged beside
-    their place) named as they would have been in place (an encoder's error names the
-    file it wrote); None when it names none of them."""
+    """``error``, raised while an output folder was written and then removed, as its user
+    reads it: the files of the hidden staging folder (and files staged beside their
+    place) named as they would have been in place (an encoder's error names the file it
+    wrote), and a failure of the work ending ``nothing was kept``; None when it needs
+    neither."""
     template = error.template
     for hidden, shown in renames:
         template = template.replace(literal(hidden), literal(shown))
         template = template.replace(str(hidden), literal(shown))
-    if template == error.template:
-        return None
-    fixed = copy.copy(error)
+    if isinstance(error, WorkError) and "kept" not in template:
+        template += "; nothing was kept"
+    return None if template == error.template else retold(error, template)
+
+
+def retold(error: BpvideoError, template: str) -> BpvideoError:
+    """A copy of ``error`` (of its class, with its option and fields) whose message is
+    ``template``; made without calling the class's ``__init__``, whose arguments may
+    differ (:class:`~bpvideo.io.sources.TruncatedVideoError`)."""
+    fixed = type(error).__new__(type(error))
+    fixed.__dict__.update(error.__dict__)
     fixed.template = template
     fixed.message = fixed.render()
     fixed.args = (fixed.message,)

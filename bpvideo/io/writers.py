@@ -284,18 +284,18 @@ class VideoStream:
     def _failure(self, detail: object, code: int | None = None) -> WorkError:
         """Why ffmpeg could not write the file: a full disk or the file size limit (from
         its status and log) with their fix, else its last log line."""
-        message = ""
+        message, log = "", ""
         if self._log is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._log.seek(0)
-                lines = self._log.read().decode(errors="replace").strip().splitlines()
-                message = lines[-1] if lines else ""
+                log = self._log.read().decode(errors="replace").strip()
+                message = log.splitlines()[-1] if log else ""
         if code is None and self._proc is not None:
             code = self._proc.poll()
         known = None
-        if code == -signal.SIGXFSZ or "File too large" in message:
+        if code == -signal.SIGXFSZ or "File too large" in log:
             known = errno.EFBIG
-        elif "No space left" in message or "Disk quota" in message:
+        elif "No space left" in log or "Disk quota" in log:
             known = errno.ENOSPC
         if known is not None:
             what, fix = reason(OSError(known, os.strerror(known)), "write somewhere else")

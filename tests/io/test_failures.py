@@ -72,9 +72,9 @@ def test_an_encoder_error_names_the_file_in_place() -> None:
     staging, out = Path("o/.bpvideo-partial-7-abc"), Path("o")
     error = WorkError(f"{staging}/background.mkv: ffmpeg could not write the video: x")
     assert unstaged(error, [(staging, out)]).message == (
-        "o/background.mkv: ffmpeg could not write the video: x"
+        "o/background.mkv: ffmpeg could not write the video: x; nothing was kept"
     )
-    assert unstaged(WorkError("nothing staged"), [(staging, out)]) is None
+    assert unstaged(WorkError("x: y; nothing was kept"), [(staging, out)]) is None
 
 
 @pytest.mark.parametrize(

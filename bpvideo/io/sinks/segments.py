@@ -75,12 +75,27 @@ class ResultSink:
         _, plan, _ = self.solved()
         self.folder = FolderSink(self.outdir, self.source, self.settings, self.clock)
         self.builder = ReportBuilder(self.source, self.settings, plan)
-        self.folder.open()
+        try:
+            self.folder.open()
+        except BaseException as exc:
+            self._failed(exc)
+            raise
 
     def write(self, block: Block) -> None:
         assert self.folder is not None and self.builder is not None
-        self.folder.write(block)
-        self.builder.write(block)
+        try:
+            self.folder.write(block)
+            self.builder.write(block)
+        except BaseException as exc:
+            self._failed(exc)
+            raise
+
+    def _failed(self, exc: BaseException) -> None:
+        """Stop the encoders and remove the staging folder after ``exc``; an OS error (a
+        full disk) is raised as the output folder's one-line error, as in a file run."""
+        if self.folder is not None:
+            self.folder.abort()
+        self.outdir.__exit__(type(exc), exc, None)
 
     def close(self) -> None:
         """Finish the files, stage ``summary.json`` and commit the folder."""
@@ -95,8 +110,7 @@ class ResultSink:
             write_json(self.outdir.stage(SUMMARY), report.to_dict())
             self.outdir.commit()
         except BaseException as exc:
-            self.folder.abort()
-            self.outdir.__exit__(type(exc), exc, None)
+            self._failed(exc)
             raise
         self.outdir.__exit__(None, None, None)
         self.report = report
