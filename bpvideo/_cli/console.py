@@ -258,8 +258,20 @@ def _signal_name(signum: int) -> str:
         return ""
 
 
+def _acknowledge(signum: int) -> None:
+    """Say at once that a stop signal was received (the process then stops, tidies up
+    and says how): ``bpvideo: stopping: received signal 1 (SIGHUP)``."""
+    logger.info("stopping: received signal %d%s", signum, _signal_name(signum))
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    _acknowledge(signum)
     raise Terminated(signum)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    _acknowledge(signum)
+    raise KeyboardInterrupt
 
 
 @contextmanager
@@ -283,8 +295,10 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
     previous = {}
     for signum in STOP_SIGNALS:
         handler = signal.getsignal(signum)
-        # SIGINT is KeyboardInterrupt already; an ignored signal stays ignored (nohup)
-        if signum != signal.SIGINT and handler is not signal.SIG_IGN:
+        # SIGINT stays a KeyboardInterrupt; an ignored signal stays ignored (nohup)
+        if signum == signal.SIGINT and handler is signal.default_int_handler:
+            previous[signum] = signal.signal(signum, _raise_interrupt)
+        elif signum != signal.SIGINT and handler is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, _raise_terminated)
     try:
         yield

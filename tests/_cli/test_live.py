@@ -140,14 +140,16 @@ def test_a_signal_closes_the_segment_as_a_complete_result(street, tmp_path, sign
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(),
                             preexec_fn=default_signals)  # fmt: skip
     try:
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:  # the first segment is closed
-            if list((tmp_path / "out").glob("*/summary.json")):
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)  # the second one is being written
+        # signalled once the process wrote a mask of its second segment: the first is
+        # closed (its own files say so), the second being written; never a guess of time
+        second = f"*/{STAGING_PREFIX}*/masks/bin*.png"
+        while proc.poll() is None and not (
+            list((tmp_path / "out").glob("*/summary.json"))
+            and list((tmp_path / "out").glob(second))
+        ):
+            time.sleep(0.01)  # polls the process's own files
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=300)
     finally:
         _stop(server)
         if proc.poll() is None:
