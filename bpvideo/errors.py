@@ -14,10 +14,8 @@ them as command-line flags (``--rank 0 must be >= 1``).
 from __future__ import annotations
 
 import copy
-import errno
 import re
 import reprlib
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,7 +28,6 @@ __all__ = [
     "WorkError",
     "literal",
     "shown",
-    "temp_failure",
 ]
 
 #: ``{name}``, ``{name=}`` or ``{name=VALUE}`` in a message template; ``{{``/``}}`` are braces.
@@ -216,15 +213,3 @@ class Terminated(BaseException):
 
 class ConvergenceWarning(UserWarning):
     """The solver stopped at ``max_iter`` before meeting its tolerance."""
-
-
-def temp_failure(exc: OSError) -> WorkError:
-    """A one-line :class:`WorkError` for an OS error in the temporary folder (``TMPDIR``:
-    the frame spool of long videos, ffmpeg's logs), which is not the output's disk."""
-    folder = tempfile.gettempdir()
-    why = "full (no space left on the device)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) \
-        else f"not usable ({literal(exc.strerror or exc)})"  # fmt: skip
-    return WorkError(
-        f"the temporary folder {literal(folder)} (TMPDIR) is {why}: free some space there, or "
-        "set TMPDIR to a folder with room; nothing was kept"
-    )

@@ -32,10 +32,11 @@ from threadpoolctl import threadpool_limits
 
 from bpvideo.background import tuning
 from bpvideo.background.empty_scene import given_scene, reopen_file
-from bpvideo.errors import InputError
+from bpvideo.errors import BpvideoError, InputError, literal
 from bpvideo.evaluate.groundtruth import check_groundtruth
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.events.online import OnlineEvents
+from bpvideo.failures import retold
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
 from bpvideo.pipeline.online import iter_live_blocks, learn_span, limited
 from bpvideo.pipeline.plan import Job, plan_run
@@ -214,7 +215,13 @@ def run_job(
             learned = None if live else _learned(input, settings, callback, clock)
             blocks, solved = _blocks(job, input, reader, learned)
             results = _results(out_path, job, solved, live)
-            drain(blocks, [results, *_beside(job, live)], tracker)
+            try:
+                drain(blocks, [results, *_beside(job, live)], tracker)
+            except BpvideoError as exc:
+                kept = results.closed if isinstance(results, SegmentSink) else []
+                if not kept:
+                    raise
+                raise _saying_kept(exc, kept, Path(out_path)) from exc
         finally:
             source.close()
     outcome = _outcome(results)
@@ -332,6 +339,16 @@ def _beside(job: Job, live: bool) -> list[Sink]:
         sinks.append(LiveEventSink(settings.events_to, detector, source.mask_number, times,
                                    region))  # fmt: skip
     return sinks
+
+
+def _saying_kept(error: BpvideoError, kept: list[Path], root: Path) -> BpvideoError:
+    """``error`` of a run that had closed segments: its message says which were kept (a
+    part that said "nothing was kept" spoke for the segment being written only)."""
+    said = (f"kept: the {len(kept)} segment(s) closed before it, complete, in {root} "
+            f"({kept[0].name} to {kept[-1].name}); the one being written was removed")  # fmt: skip
+    if "nothing was kept" in error.template:
+        return retold(error, error.template.replace("nothing was kept", literal(said)))
+    return retold(error, f"{error.template}; {literal(said)}")
 
 
 def _outcome(results: ResultFolder | SegmentSink) -> Outcome:

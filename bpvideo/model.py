@@ -18,7 +18,7 @@ from bpvideo.errors import InputError
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
 from bpvideo.pipeline.online import apply_batch, learn_frames, online_background
 from bpvideo.records import Stopwatch
-from bpvideo.settings import settings_of
+from bpvideo.settings import check_value, option_specs, settings_of
 from bpvideo.solvers._common import Callback
 from bpvideo.sources.arrays import as_bgr, open_frames
 from bpvideo.sources.files import open_source
@@ -188,7 +188,7 @@ class LiveSeparator(BackgroundModel):
 
     def __init__(self, *, fps: float = 25.0, **options: Any) -> None:
         super().__init__(**options)
-        self.fps = float(fps)
+        self.fps = _frame_rate(fps)
         self.online: OnlineBackground | None = None
         self._pending: list[np.ndarray] = []
         self._index = 0
@@ -206,6 +206,7 @@ class LiveSeparator(BackgroundModel):
             frames.ndim == 2 or (frames.ndim == 3 and frames.shape[2] in (1, 3))
         )
         batch = [as_bgr(f, i) for i, f in enumerate([frames] if single else frames)]
+        self._check_sizes(batch)
         if self.online is None:
             self._pending += batch
             if len(self._pending) < max(
@@ -230,7 +231,33 @@ class LiveSeparator(BackgroundModel):
         out = np.concatenate(masks)
         return out[0] if single else out
 
+    def _check_sizes(self, batch: list[np.ndarray]) -> None:
+        """Refuse frames of another size than the model's (or than the first frame given
+        while the first model is learned) with both sizes, before any is taken in."""
+        if self.online is not None:
+            w, h = self.online.learned.native_size
+            learned = "the background was learned on"
+        elif self._pending or batch:
+            h, w = (self._pending or batch)[0].shape[:2]
+            learned = "the first frame given was"
+        else:
+            return
+        for i, frame in enumerate(batch):
+            if frame.shape[:2] != (h, w):
+                raise InputError(f"frame {i} given to apply is {frame.shape[1]}x"
+                                 f"{frame.shape[0]} but {learned} {w}x{h}: give frames of "
+                                 "that size")  # fmt: skip
+
     @property
     def updates(self) -> int:
         """Re-solves swapped in so far."""
         return 0 if self.online is None else self.online.updates
+
+
+def _frame_rate(fps: Any) -> float:
+    """``fps`` of :class:`LiveSeparator`, checked as ``separate``'s ``fps`` option is (a
+    number in :data:`~bpvideo.limits.FPS_RANGE`): an :class:`InputError` naming it."""
+    spec = next(spec for name, _, spec in option_specs() if name == "fps")
+    if fps is None:
+        raise InputError("{fps=} must be a number of frames per second", option=("fps", fps))
+    return float(check_value("fps", spec, fps))

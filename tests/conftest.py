@@ -242,11 +242,16 @@ def f_measure(masks: np.ndarray, truth: np.ndarray) -> float:
 
 
 def default_signals() -> None:
-    """``preexec_fn`` of a child that must stop on SIGINT: a shell starts background
-    jobs with SIGINT ignored, and Python keeps an ignored SIGINT ignored (the Unix
-    convention bpvideo follows too), so the child gets the terminal's default whatever
-    started the tests."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    """``preexec_fn`` of a child that a test signals: every stop signal gets its default
+    action and is unblocked, whatever started the tests. A shell starts background jobs
+    with SIGINT and SIGQUIT ignored, ``nohup`` ignores SIGHUP, and an ignored signal stays
+    ignored across ``exec`` (bpvideo keeps it ignored, the Unix convention): a child
+    started from such a test run went on solving when signalled (issue 42)."""
+    from bpvideo.sinks.outputs import STOP_SIGNALS
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 @pytest.fixture

@@ -84,3 +84,16 @@ def test_the_evaluate_example_gives_its_f_measure(tmp_path: Path) -> None:
     assert main(["separate", str(REPO / "sample_data/sample.mp4"), "-o", str(out), "-q"]) == 0
     scores = bpvideo.evaluate(out, REPO / "sample_data/groundtruth").summary
     assert round(scores["f_measure"], 4) == shown
+
+
+def test_the_test_command_waits_for_the_dpkg_lock() -> None:
+    """The README's test command (run verbatim by ``.ci/run``) waits for another apt
+    process's dpkg lock instead of failing at once: every apt-get in it has
+    ``DPkg::Lock::Timeout``."""
+    lines = [line for line in (REPO / "README.md").read_text().splitlines()
+             if line.startswith("python3 -m venv .venv && ")]  # fmt: skip
+    assert len(lines) == 2
+    calls = re.findall(r"apt-get((?: -o \S+)*) (\w+)", lines[1])
+    assert [verb for _, verb in calls] == ["update", "install"]
+    for options, _ in calls:
+        assert "-o DPkg::Lock::Timeout=600" in options

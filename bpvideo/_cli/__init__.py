@@ -8,6 +8,7 @@ errors, exit codes, logging and progress are in :mod:`bpvideo._cli.console`.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -296,6 +297,12 @@ otherwise, or as well).
     help="Per-frame CSV  [default: MASKS/evaluation.csv for an output directory, else none]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON on stdout.")
+@click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="Score the ground-truth frames that have a mask when some have none (without it, "
+    "a ground-truth frame with no mask is an error, exit 2).",
+)
 @verbosity_options
 def evaluate(
     masks: str,
@@ -304,6 +311,7 @@ def evaluate(
     temporal_roi: str | None,
     csv_path: str | None,
     as_json: bool,
+    allow_partial: bool,
     verbose: bool,
     quiet: bool,
     debug: bool,
@@ -318,7 +326,7 @@ def evaluate(
     CSV's path on stdout (or, with --json, the scores as JSON on stdout).
     """
     from bpvideo.evaluate.groundtruth import parse_temporal_roi
-    from bpvideo.evaluate.scoring import check_evaluation, format_table
+    from bpvideo.evaluate.scoring import check_complete, check_evaluation, format_table
     from bpvideo.evaluate.scoring import evaluate as score
 
     configure_logging(verbosity_level(verbose, quiet))  # --logfile once the guard has seen it
@@ -328,6 +336,12 @@ def evaluate(
     configure_logging(verbosity_level(verbose, quiet), logfile)
     troi = parse_temporal_roi(temporal_roi) if temporal_roi is not None else None
     result = score(masks, groundtruth, roi=roi, temporal_roi=troi)
+    if not allow_partial:
+        check_complete(result)  # before any file is written
+    elif unscored := result.info["unscored"]:
+        logging.getLogger("bpvideo").warning(
+            "%d ground-truth frame(s) have no mask and were not scored (the first: %d)",
+            len(unscored), unscored[0])  # fmt: skip
     if csv_path is not None:
         result.info["csv"] = str(result.to_csv(csv_path))
     if as_json:

@@ -23,6 +23,7 @@ import click
 
 from bpvideo.allocator import own_process
 from bpvideo.errors import BpvideoError, InputError, Terminated
+from bpvideo.failures import check_open_files, resource_failure
 from bpvideo.progress import Progress
 from bpvideo.settings import cli_flags
 from bpvideo.solvers import Iterate
@@ -257,8 +258,20 @@ def _signal_name(signum: int) -> str:
         return ""
 
 
+def _acknowledge(signum: int) -> None:
+    """Say at once that a stop signal was received (the process then stops, tidies up
+    and says how): ``bpvideo: stopping: received signal 1 (SIGHUP)``."""
+    logger.info("stopping: received signal %d%s", signum, _signal_name(signum))
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    _acknowledge(signum)
     raise Terminated(signum)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    _acknowledge(signum)
+    raise KeyboardInterrupt
 
 
 @contextmanager
@@ -282,8 +295,10 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
     previous = {}
     for signum in STOP_SIGNALS:
         handler = signal.getsignal(signum)
-        # SIGINT is KeyboardInterrupt already; an ignored signal stays ignored (nohup)
-        if signum != signal.SIGINT and handler is not signal.SIG_IGN:
+        # SIGINT stays a KeyboardInterrupt; an ignored signal stays ignored (nohup)
+        if signum == signal.SIGINT and handler is signal.default_int_handler:
+            previous[signum] = signal.signal(signum, _raise_interrupt)
+        elif signum != signal.SIGINT and handler is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, _raise_terminated)
     try:
         yield
@@ -356,6 +371,8 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
     before = len(_committed())
     try:
         with _sigterm_raises(process_exit=argv is None):
+            if argv is None:  # this process's limits are bpvideo's to set
+                check_open_files()
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
         name = _signal_name(exc.signum)
@@ -412,6 +429,10 @@ def _unexpected(exc: Exception, before: int) -> int:
     if stdout_failed is not None:
         click.echo(_stdout_lost(stdout_failed, before), err=True)
         return 1
+    failure = resource_failure(exc)  # a full disk, a process limit: not a bug
+    if failure is not None:
+        click.echo(error_line(failure), err=True)
+        return failure.exit_code
     if isinstance(exc, OSError) and _cwd_gone():
         click.echo(
             "bpvideo: error: the current folder no longer exists (it was removed while "

@@ -19,6 +19,7 @@ import yaml
 
 from bpvideo.errors import InputError
 from bpvideo.limits import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES
+from bpvideo.sources.headers import open_file
 
 __all__ = ["LineDict", "LineList", "LineLoader", "load_yaml"]
 
@@ -195,7 +196,7 @@ def load_yaml(path: str | os.PathLike) -> tuple[Any, list[tuple[int, str]]]:
     """
     label = str(path)
     try:
-        with open(path, "rb") as fh:
+        with open_file(path, "the config") as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)
         if len(raw) > MAX_CONFIG_BYTES:
             raise InputError(

@@ -36,7 +36,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import BpvideoError, InputError, WorkError
+from bpvideo.errors import BpvideoError, InputError, WorkError, literal
 from bpvideo.evaluate.groundtruth import (
     IS_BACKGROUND,
     IS_FOREGROUND,
@@ -58,7 +58,7 @@ from bpvideo.sinks.guard import (
 from bpvideo.sinks.outputs import atomic_write_bytes
 from bpvideo.sources.headers import read_image
 
-__all__ = ["Evaluation", "check_evaluation", "evaluate", "format_table"]
+__all__ = ["Evaluation", "check_complete", "check_evaluation", "evaluate", "format_table"]
 
 
 _COUNT_KEYS = ("TP", "FP", "TN", "FN")
@@ -92,8 +92,10 @@ class Evaluation:
         How the scoring was set up: ``masks`` (folder), ``groundtruth`` (path),
         ``mapping`` (``"frame_numbers"``, ``"single_frame_index"`` or ``"same_count"``),
         ``temporal_roi`` (``[first, last]`` as given, or None), ``frames`` (first and last
-        ground-truth frame numbers actually scored) and ``roi`` (path, ``"array"`` or
-        None).
+        ground-truth frame numbers actually scored), ``roi`` (path, ``"array"`` or
+        None) and ``unscored`` (ground-truth frame numbers inside the temporal ROI that
+        no mask matched: they were not scored; ``bpvideo evaluate`` refuses such a
+        result, see :func:`check_complete`).
     """
 
     summary: dict[str, Any]
@@ -276,8 +278,42 @@ def evaluate(
         "temporal_roi": list(temporal_roi) if temporal_roi is not None else None,
         "frames": [per_frame[0]["frame"], per_frame[-1]["frame"]],
         "roi": roi_source,
+        "unscored": _unscored(gt, pairs, temporal_roi),
     }
     return Evaluation(summary=_summary(per_frame, epsilon), per_frame=per_frame, info=info)
+
+
+def _unscored(
+    gt: GroundTruth, pairs: list[tuple[int, Path]], temporal_roi: tuple[int, int] | None
+) -> list[int]:
+    """Ground-truth frame numbers inside the temporal ROI that no mask was matched to."""
+    first, last = temporal_roi if temporal_roi is not None else (-math.inf, math.inf)
+    scored = {gt.frames[i][0] for i, _ in pairs}
+    return [n for n in gt.frame_numbers if first <= n <= last and n not in scored]
+
+
+def check_complete(result: Evaluation) -> None:
+    """Refuse scores that leave ground-truth frames out (fewer masks than ground-truth
+    frames): a score of part of a sequence read as the whole one's.
+
+    Raises
+    ------
+    InputError
+        ``"out/masks: 30 of the 54 ground-truth frames to score have no mask (the first:
+        25; the masks cover 1-24): separate the frames that cover them, or pass
+        --allow-partial to score only the frames that have a mask"``.
+    """
+    missing = result.info.get("unscored") or []
+    if not missing:
+        return
+    scored = result.info["frames"]
+    total = len(missing) + result.summary["frames_scored"]
+    raise InputError(
+        f"{literal(result.info['masks'])}: {len(missing)} of the {total} ground-truth frames "
+        f"to score have no mask (the first: {missing[0]}; the masks cover "
+        f"{scored[0]}-{scored[-1]}): separate the frames that cover them, or pass "
+        "--allow-partial to score only the frames that have a mask"
+    )
 
 
 def _summary(per_frame: list[dict[str, Any]], epsilon: float) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from bpvideo.events.regions import (
     region_of,
     reported_region,
 )
-from bpvideo.events.table import FrameTable, frame_rows, timecode
+from bpvideo.events.table import FrameTable, check_fps, check_times, frame_rows, timecode
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -28,6 +28,8 @@ __all__ = [
     "FrameTable",
     "Polygon",
     "active_runs",
+    "check_fps",
+    "check_times",
     "detect_events",
     "frame_rows",
     "parse_region",

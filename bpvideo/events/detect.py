@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bpvideo.events.table import FrameTable, timecode
+from bpvideo.events.table import FrameTable, check_fps, check_times, timecode
 from bpvideo.times import parse_time
 
 __all__ = [
@@ -86,7 +86,7 @@ def frames_of(value: int | str, fps: float, name: str) -> int:
     >>> frames_of(5, 25, "event_gap"), frames_of("2s", 25, "event_gap")
     (5, 50)
     """
-    return max(0, parse_time(value, name).to_frames(fps))
+    return max(0, parse_time(value, name).to_frames(check_fps(fps)))
 
 
 def active_runs(active: np.ndarray) -> list[tuple[int, int]]:
@@ -177,6 +177,8 @@ def detect_events(
     -------
     list of Event
     """
+    fps = check_fps(fps)
+    check_times(table.times, len(table), "table.times")
     active = table.share > threshold
     found = spans(
         active,

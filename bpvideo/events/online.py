@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from bpvideo.events.detect import Event, frames_of
-from bpvideo.events.table import FrameTable, timecode
+from bpvideo.events.table import FrameTable, check_fps, check_times, timecode
 
 __all__ = ["OnlineEvents"]
 
@@ -112,7 +112,7 @@ class OnlineEvents:
 
     def __init__(self, fps: float, *, threshold: float, min_event: int | str, gap: int | str,
                  pad: int | str) -> None:  # fmt: skip
-        self.fps = float(fps)
+        self.fps = fps = check_fps(fps)
         self.threshold = float(threshold)
         self.min_len = max(1, frames_of(min_event, fps, "min_event"))
         self.gap = frames_of(gap, fps, "event_gap")
@@ -127,6 +127,7 @@ class OnlineEvents:
 
     def add(self, rows: FrameTable) -> None:
         """The next rows of the table."""
+        check_times(rows.times, len(rows), "rows.times")
         for i in range(len(rows)):
             time = float(rows.times[i])
             step = time - self.previous if self.previous is not None else 0.0

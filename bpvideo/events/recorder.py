@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from bpvideo.events.detect import Event, detect_events
-from bpvideo.events.table import FrameTable, frame_rows
+from bpvideo.events.table import FrameTable, check_fps, frame_rows
 
 __all__ = ["EventRecorder"]
 
@@ -47,7 +47,7 @@ class EventRecorder:
         gap: int | str,
         pad: int | str,
     ) -> None:
-        self.fps = float(fps)
+        self.fps = check_fps(fps)
         self.region = region
         self.options = {"threshold": float(threshold), "min_event": min_event, "gap": gap,
                         "pad": pad}  # fmt: skip

@@ -29,6 +29,10 @@ __all__ = [
 
 #: Corners a polygon may have (a bound on what a typed spec may cost).
 MAX_CORNERS = 10_000
+#: Largest distance of a corner from the picture's origin along x or y, in pixels of the
+#: input: 30 times the widest frame bpvideo reads (``limits.MAX_SIDE``), far inside what
+#: the rasteriser's fixed point (8 fractional bits in 32 bits) holds.
+MAX_COORDINATE = 1_000_000
 _NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _POINT = re.compile(rf"^({_NUMBER}),({_NUMBER})$")
 
@@ -95,6 +99,11 @@ def parse_region(text: str, name: str = "roi") -> Polygon | str:
         raise _bad(name, text, "needs three corners or more: 'x1,y1 x2,y2 x3,y3'")
     if len(points) > MAX_CORNERS:
         raise _bad(name, text, f"has more than {MAX_CORNERS} corners")
+    far = [c for c, (x, y) in zip(corners, points, strict=True)
+           if max(abs(x), abs(y)) > MAX_COORDINATE]  # fmt: skip
+    if far:
+        raise _bad(name, text, f"has a corner {far[0]!r} more than {MAX_COORDINATE} pixels "
+                   "from the origin: give corners in pixels of the input")  # fmt: skip
     return Polygon(np.asarray(points, dtype=np.float64))
 
 
@@ -135,6 +144,7 @@ def reported_region(
     excludes: Sequence[Polygon | np.ndarray],
     shape: tuple[int, int],
     scale: float = 1.0,
+    labels: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> np.ndarray | None:
     """(H, W) bool: where foreground is reported; None when everywhere (no region given).
 
@@ -147,6 +157,15 @@ def reported_region(
         ``(H, W)`` of the masks.
     scale : float, default 1
         Masks' size over the input's, for polygons.
+    labels : (sequence of str, sequence of str), optional
+        The specs as typed, for messages (default: the corners of polygons).
+
+    Raises
+    ------
+    InputError
+        A region that covers no pixel of the frame (a ``roi`` would report nothing, an
+        ``exclude`` drop nothing), or ``exclude`` regions that cover all of the ``roi``
+        regions (or the whole frame): nothing would be reported.
 
     Examples
     --------
@@ -157,23 +176,55 @@ def reported_region(
            [0, 0, 1, 1],
            [1, 1, 1, 1],
            [1, 1, 1, 1]])
+    >>> reported_region([parse_region("50,50 60,50 60,60")], [], (4, 4))
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.InputError: roi='50,50 60,50 60,60' covers no pixel of the 4x4 frames ...
     """
     if not rois and not excludes:
         return None
+    names = labels or ([_label(r) for r in rois], [_label(r) for r in excludes])
+    frame = f"{round(shape[1] / scale)}x{round(shape[0] / scale)}"
 
-    def raster(region: Polygon | np.ndarray) -> np.ndarray:
+    def raster(region: Polygon | np.ndarray, name: str, label: str) -> np.ndarray:
         if isinstance(region, Polygon):
-            return rasterise_polygon(region, shape, scale)
-        if region.shape != tuple(shape):
+            pixels = rasterise_polygon(region, shape, scale)
+        elif region.shape != tuple(shape):
             raise ValueError(f"a region mask of {region.shape} for masks of {shape}")
-        return region.astype(bool)
+        else:
+            pixels = region.astype(bool)
+        if not pixels.any():
+            raise _covers_nothing(name, label, frame, isinstance(region, Polygon))
+        return pixels
 
     keep = np.zeros(shape, dtype=bool) if rois else np.ones(shape, dtype=bool)
-    for region in rois:
-        keep |= raster(region)
-    for region in excludes:
-        keep &= ~raster(region)
+    for region, label in zip(rois, names[0], strict=True):
+        keep |= raster(region, "roi", label)
+    for region, label in zip(excludes, names[1], strict=True):
+        keep &= ~raster(region, "exclude", label)
+    if not keep.any():
+        covered = "all of {roi}" if rois else f"the whole {frame} frame"
+        raise InputError(f"{{exclude}} covers {covered}: nothing would be reported: shrink "
+                         "{exclude}" + (" or widen {roi}" if rois else ""),
+                         option=("exclude", names[1][0]))  # fmt: skip
     return keep
+
+
+def _label(region: Polygon | np.ndarray) -> str:
+    """A region as a message names it: a polygon's corners, else ``"an image"``."""
+    if isinstance(region, Polygon):
+        return " ".join(f"{x:g},{y:g}" for x, y in region.points)
+    return "an image"
+
+
+def _covers_nothing(name: str, label: str, frame: str, polygon: bool) -> InputError:
+    """A ``roi`` or ``exclude`` region that holds no pixel of the frame."""
+    effect = "nothing would be reported" if name == "roi" else "it excludes nothing"
+    width, height = frame.split("x")
+    fix = (f"give corners inside the frame (x 0..{int(width) - 1}, y 0..{int(height) - 1})"
+           if polygon else "give an image that is non-zero where the region is")  # fmt: skip
+    return InputError(f"{{{name}=}} covers no pixel of the {frame} frames ({effect}): {fix}",
+                      option=(name, label))  # fmt: skip
 
 
 def region_of(
@@ -193,7 +244,8 @@ def region_of(
             out.append(read_image(region, name) if isinstance(region, str) else region)
         return out
 
-    return reported_region(parsed(rois, "roi"), parsed(excludes, "exclude"), shape, scale)
+    return reported_region(parsed(rois, "roi"), parsed(excludes, "exclude"), shape, scale,
+                           (list(rois), list(excludes)))  # fmt: skip
 
 
 def image_specs_to(specs: Sequence[str], name: str, where: Callable[[str], str]) -> tuple[str, ...]:

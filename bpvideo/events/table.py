@@ -2,12 +2,82 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-__all__ = ["FrameTable", "frame_rows", "timecode"]
+from bpvideo.errors import InputError
+
+__all__ = ["FrameTable", "check_fps", "check_times", "frame_rows", "timecode"]
+
+
+def check_fps(fps: object, name: str = "fps") -> float:
+    """A frame rate as a float: finite and > 0, else an :class:`~bpvideo.errors.InputError`
+    naming ``name`` (every entry point of :mod:`bpvideo.events` checks its rate here).
+
+    Parameters
+    ----------
+    fps : object
+        The rate given (frames per second).
+    name : str
+        The parameter it was given as.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> check_fps(25)
+    25.0
+    >>> check_fps(0)
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.InputError: fps=0 must be a finite number > 0 (frames per second): ...
+    """
+    try:
+        rate = float(fps)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        rate = math.nan
+    if not (math.isfinite(rate) and rate > 0):
+        raise InputError("{" + name + "=} must be a finite number > 0 (frames per second): "
+                         "give the input's rate", option=(name, fps))  # fmt: skip
+    return rate
+
+
+def check_times(times: object, k: int, name: str = "times") -> np.ndarray:
+    """(k,) float64 seconds of ``k`` frames, every one finite, else an
+    :class:`~bpvideo.errors.InputError` naming ``name``.
+
+    Parameters
+    ----------
+    times : array_like
+        Seconds of each frame.
+    k : int
+        Frames they label.
+    name : str
+        The parameter they were given as.
+
+    Returns
+    -------
+    (k,) float64 ndarray
+    """
+    try:
+        seconds = np.asarray(times, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be numbers (seconds of each frame): give one number "
+                         "per frame") from None  # fmt: skip
+    if len(seconds) != k:
+        raise InputError(f"{name} has {len(seconds)} value(s) for {k} frame(s): give one "
+                         "time per frame")  # fmt: skip
+    bad = np.flatnonzero(~np.isfinite(seconds))
+    if len(bad):
+        raise InputError(f"{name} holds {len(bad)} value(s) that are not finite (the first "
+                         f"at index {bad[0]}: {seconds[bad[0]]}): give every frame's time in "
+                         "seconds")  # fmt: skip
+    return seconds
 
 
 def timecode(seconds: float) -> str:
@@ -18,7 +88,10 @@ def timecode(seconds: float) -> str:
     >>> timecode(0), timecode(83.04), timecode(3600 + 59.9996)
     ('00:00:00.000', '00:01:23.040', '01:01:00.000')
     """
-    ms = round(max(0.0, float(seconds)) * 1000)
+    seconds = float(seconds)
+    if not math.isfinite(seconds):
+        raise InputError(f"a time of {seconds} seconds has no timecode: give a finite time")
+    ms = round(max(0.0, seconds) * 1000)
     hours, ms = divmod(ms, 3_600_000)
     minutes, ms = divmod(ms, 60_000)
     secs, ms = divmod(ms, 1000)
@@ -117,6 +190,7 @@ def frame_rows(
     """
     masks = np.asarray(masks, dtype=bool)
     k = len(masks)
+    seconds = check_times(times, k)
     if region is not None:
         masks = masks & region
         area = max(1, int(np.count_nonzero(region)))
@@ -133,4 +207,4 @@ def frame_rows(
             blobs[i] = cv2.connectedComponents(mask.view(np.uint8), connectivity=8)[0] - 1
             boxes[i] = cv2.boundingRect(mask.view(np.uint8))
     numbers = np.asarray(numbers, dtype=np.int64).reshape(k)
-    return FrameTable(numbers, np.asarray(times, dtype=np.float64).reshape(k), share, blobs, boxes)
+    return FrameTable(numbers, seconds, share, blobs, boxes)

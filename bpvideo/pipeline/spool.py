@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import cv2
 import numpy as np
 
-from bpvideo.errors import temp_failure
+from bpvideo.failures import temp_failure
 from bpvideo.records import Video
 
 __all__ = ["SEGMENT_FRAMES", "FrameSpool", "SpooledVideo"]

@@ -20,12 +20,15 @@ the result folder), not an edit of another. :func:`drain` is the one loop that f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from bpvideo.records import Block
 
 __all__ = ["Sink", "drain"]
+
+logger = logging.getLogger("bpvideo")
 
 
 class Sink(Protocol):
@@ -72,5 +75,8 @@ def drain(blocks: Iterable[Block], sinks: list[Sink], tracker: Any = None) -> No
             sink.close()
     except BaseException:
         for sink in sinks:
-            sink.abort()
+            try:
+                sink.abort()
+            except Exception as exc:  # the run's own error is the one to tell, not this
+                logger.debug("aborting %s failed too: %s", type(sink).__name__, exc)
         raise

@@ -7,6 +7,7 @@ a run and for ``bpvideo events``.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import csv
 import heapq
 import io
@@ -17,6 +18,7 @@ import numpy as np
 
 from bpvideo.events import EVENT_COLUMNS, Event, FrameTable, frame_rows, timecode
 from bpvideo.events.online import OnlineEvents
+from bpvideo.failures import naming
 from bpvideo.sinks.event_report import thumbnail
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -200,7 +202,8 @@ class EventStream:
         numbers = np.asarray(numbers)
         times = frame_times(numbers, self.fps) if times is None else np.asarray(times, float)
         rows = frame_rows(masks, numbers, times, self.region)
-        self._csv.writerows(rows.rows())
+        with naming(self.path):
+            self._csv.writerows(rows.rows())
         self.online.add(rows)
         self.series.add(rows.times, rows.share)
         self.thumbs.offer(rows, frames, masks)
@@ -209,10 +212,13 @@ class EventStream:
 
     def finish(self) -> list[Event]:
         """Close ``frames.csv``; the events."""
-        self._handle.close()
+        with naming(self.path):
+            self._handle.close()
         self.events = self.online.finish()
         return self.events
 
     def abort(self) -> None:
-        """Close ``frames.csv`` (left to the staging folder's fate)."""
-        self._handle.close()
+        """Close ``frames.csv`` (left to the staging folder's fate): a failure to flush it
+        (the disk that failed the run) is not a second error."""
+        with contextlib.suppress(OSError):
+            self._handle.close()

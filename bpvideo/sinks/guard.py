@@ -54,6 +54,9 @@ class Access:
         The option of ``fix`` and its value.
     real : str or None
         The resolved path, when already known.
+    folder : bool
+        A folder read whole (its files are read, and a new file in it would be taken for
+        one of them: a folder of frames), or a folder written into (OUTDIR).
     """
 
     path: Path
@@ -61,6 +64,7 @@ class Access:
     fix: str = ""
     option: tuple[str, Any] | None = None
     real: str | None = None
+    folder: bool = False
 
 
 def check_usable(path: str | os.PathLike, what: str) -> None:
@@ -121,12 +125,16 @@ def check_access(reads: Iterable[Access], writes: Iterable[Access]) -> None:
         paths written that are the same (or one holds the other); the message names both
         and the option to change.
     """
-    read = {}
+    read: dict[str, Access] = {}
     for r in reads:
         read.setdefault(_real(r), r)
     read_order = sorted(read)
+    writes = list(writes)
+    _check_folders_written(read, [w for w in writes if w.folder])
     written: dict[str, Access] = {}
     for w in writes:
+        if w.folder:
+            continue
         real = _real(w)
         if real in written:
             other = written[real]
@@ -146,6 +154,21 @@ def check_access(reads: Iterable[Access], writes: Iterable[Access]) -> None:
             raise _clash(other, w.what, w.path, "is inside", w.option)
 
 
+def _check_folders_written(read: dict[str, Access], folders: list[Access]) -> None:
+    """Refuse a folder written into (OUTDIR) that is a folder read whole (a folder of
+    frames given as the input, a cdnet ``input/`` folder, a ground-truth folder): its new
+    files would lie among the files read, and be taken for them by the next run."""
+    for w in folders:
+        r = read.get(_real(w))
+        if r is not None and r.folder:
+            fix = f": choose another {w.fix}" if w.fix else ""
+            raise InputError(
+                f"{literal(w.path)}: {w.what} would put its files among those of "
+                f"{literal(r.what)} (the folder {literal(r.path)}){fix}",
+                option=w.option,
+            )
+
+
 def _clash(
     w: Access, other: str, path: Path, verb: str, other_option: tuple[str, Any] | None = None
 ) -> InputError:
@@ -162,7 +185,7 @@ def folder_reads(folder: Path, files: Sequence[Path], what: str) -> list[Access]
     """A folder read whole: the folder and each of its files (resolved through the folder
     once: a folder of many frames costs one ``lstat`` per frame)."""
     real = os.path.realpath(folder)
-    reads = [Access(folder, what)]
+    reads = [Access(folder, what, folder=True)]
     for f in files:
         linked = f.parent != folder or f.is_symlink()
         reads.append(Access(f, f"{what} {f.name}", real=None if linked else f"{real}/{f.name}"))
@@ -195,8 +218,8 @@ def groundtruth_reads(path: str | os.PathLike) -> list[Access]:
     those of a ``groundtruth/`` in it), and the ``ROI.bmp`` and ``temporalROI.txt`` that
     may lie beside them."""
     p = Path(path)
-    reads = [Access(p, "the ground truth")]
     folders = [p, p / "groundtruth"] if p.is_dir() else []
+    reads = [Access(p, "the ground truth", folder=bool(folders))]
     for folder in folders:
         try:
             files = sorted(f for f in folder.iterdir() if f.is_file())
@@ -232,6 +255,7 @@ def separate_access(
     reads += region_reads(settings)
     option = ("output", os.fspath(output))
     writes = [Access(Path(output) / n, "the output", "{output}", option) for n in OUTPUT_NAMES]
+    writes.append(Access(Path(output), "the output folder", "{output}", option, folder=True))
     for name in ("masks_to", "events_to"):  # paths written beside OUTDIR
         target = getattr(settings, name, None)
         if target not in (None, "-"):

@@ -20,7 +20,6 @@ folder is removed, and OUTDIR too when this run created it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import logging
@@ -38,7 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.errors import BpvideoError, InputError, WorkError, literal
+from bpvideo.failures import (
+    naming,
+    removed_failure,
+    unstaged,
+    write_failure,
+)
 from bpvideo.sinks.table import OUTPUT_NAMES, SUMMARY
 
 __all__ = [
@@ -75,7 +80,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with naming(path), os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
@@ -198,21 +203,6 @@ def signals_deferred() -> Iterator[None]:
                 handler(signum, None)  # KeyboardInterrupt, or the CLI's Terminated
             elif handler == signal.SIG_DFL:
                 signal.raise_signal(signum)
-
-
-def write_failure(path: Path, exc: OSError) -> WorkError:
-    """A one-line :class:`WorkError` for an OS error while writing into ``path``."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        what = "disk full (no space left on the device)"
-        fix = "free some space or choose another {output}"
-    else:
-        what = literal(exc.strerror or str(exc))
-        fix = "check the output directory or choose another {output}"
-    where = f" ({literal(exc.filename)})" if exc.filename else ""
-    return WorkError(
-        f"{literal(path)}: writing the outputs failed: {what}{where}: {fix}; nothing was kept",
-        option=("output", str(path)),
-    )
 
 
 def _refused(path: Path, message: str) -> InputError:
@@ -472,9 +462,19 @@ class OutputDir:
                 break
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        renames = list(self._beside)  # staged files named as they would be in place
+        removed = False
         if self.staging is not None:
+            renames.append((self.staging, self.path))
+            removed = not os.path.isdir(self.staging)
             self.discard()
         self._release_lock()
+        if removed and isinstance(exc, (OSError, BpvideoError)):
+            raise removed_failure(self.path) from exc
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             # A closed stdout (--masks-to -) is not a write failure: the CLI ends quietly.
-            raise write_failure(self.path, exc) from exc
+            raise write_failure(self.path, exc, renames) from exc
+        if isinstance(exc, BpvideoError):
+            fixed = unstaged(exc, renames)  # not by a name that no longer exists
+            if fixed is not None:
+                raise fixed from exc

@@ -14,8 +14,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, literal
-from bpvideo.events import Event, EventRecorder, FrameTable
+from bpvideo.errors import InputError, literal, shown
+from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
+from bpvideo.limits import FPS_RANGE, MAX_FRAMES, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_report import report_html
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
@@ -56,11 +57,11 @@ def find_events(
     if masks.ndim != 3:
         raise InputError(f"masks of shape {masks.shape}: give (T, H, W) booleans")
     n = len(masks)
+    fps = check_fps(fps)
     numbers = np.arange(1, n + 1) if numbers is None else np.asarray(numbers)
-    times = frame_times(numbers, fps) if times is None else np.asarray(times, dtype=np.float64)
-    if len(numbers) != n or len(times) != n:
-        raise InputError(f"{n} masks but {len(numbers)} numbers and {len(times)} times: give "
-                         "one of each per mask")  # fmt: skip
+    if len(numbers) != n:
+        raise InputError(f"{n} masks but {len(numbers)} numbers: give one number per mask")
+    times = frame_times(numbers, fps) if times is None else check_times(times, n)
     region = region_mask(settings.roi, settings.exclude, masks.shape[1:], settings.scale)
     recorder = EventRecorder(fps, region, **event_options(settings))
     for lo in range(0, n, BLOCK):
@@ -113,11 +114,44 @@ def _summary(outdir: Path) -> dict[str, Any]:
                          "bpvideo separate (a complete one)")  # fmt: skip
     try:
         summary = json.loads(read_text(path, "the summary"))
-        summary["mask_numbers"], summary["fps"], summary["width"]
+        summary["mask_numbers"], summary["fps"], summary["width"], summary["height"]
     except (ValueError, KeyError, TypeError):
         raise InputError(f"{literal(str(path))}: not a summary of bpvideo separate: give an "
                          "output directory of bpvideo separate") from None  # fmt: skip
+    _check_summary(path, summary)
     return summary
+
+
+def _check_summary(path: Path, summary: dict[str, Any]) -> None:
+    """Refuse a summary whose size, rate or mask numbers no run of bpvideo writes (a
+    damaged or edited OUTDIR), naming the field, before any mask is read.
+
+    Raises
+    ------
+    InputError
+        ``"out/summary.json: "fps" is 0, which no run writes (...): the output directory
+        is damaged; run bpvideo separate again"``.
+    """
+
+    def damaged(field: str, rule: str) -> InputError:
+        return InputError(f"{literal(str(path))}: {json.dumps(field)} is "
+                          f"{literal(shown(summary[field]))}, which no run writes ({rule}): the "
+                          "output directory is damaged; run bpvideo separate again")  # fmt: skip
+
+    for side in ("width", "height"):
+        value = summary[side]
+        if type(value) is not int or not 1 <= value <= MAX_SIDE:
+            raise damaged(side, f"a whole number of pixels from 1 to {MAX_SIDE}")
+    if summary["width"] * summary["height"] > MAX_PIXELS:
+        raise damaged("width", f"width x height at most {MAX_PIXELS} pixels")
+    fps, (low, high) = summary["fps"], FPS_RANGE
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not low <= fps <= high:
+        raise damaged("fps", f"frames per second from {low:g} to {high:g}")
+    numbers = summary["mask_numbers"]
+    if not isinstance(numbers, list) or not all(
+        type(n) is int and 0 <= n <= MAX_FRAMES for n in numbers
+    ):
+        raise damaged("mask_numbers", "a list of whole frame numbers >= 0")
 
 
 def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
@@ -138,11 +172,16 @@ def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
     return frame_times(numbers, fps)
 
 
-def _read_mask(path: Path) -> np.ndarray:
+def _read_mask(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """One mask of OUTDIR, of the size its summary says (``shape``: height, width)."""
     image = decode_image(path, cv2.IMREAD_GRAYSCALE)  # from its bytes: any name
     if image is None:
         raise InputError(f"{literal(str(path))}: mask missing or unreadable: run bpvideo "
                          "separate again")  # fmt: skip
+    if image.shape != shape:
+        raise InputError(f"{literal(str(path))}: mask is {image.shape[1]}x{image.shape[0]} but "
+                         f"{SUMMARY} says the frames are {shape[1]}x{shape[0]}: the output "
+                         "directory is damaged; run bpvideo separate again")  # fmt: skip
     return image > 127
 
 
@@ -150,9 +189,11 @@ def _read_all(outdir: Path, numbers: list[int], times: np.ndarray, stream: Event
               backdrop: np.ndarray) -> None:  # fmt: skip
     """Feed the masks of ``outdir``, :data:`BLOCK` at a time (read by two threads)."""
     files = [outdir / "masks" / f"bin{n:06d}.png" for n in numbers]
+    shape = backdrop.shape[:2]
     with ThreadPoolExecutor(2) as pool:
         for lo in range(0, len(files), BLOCK):
-            masks = np.stack(list(pool.map(_read_mask, files[lo : lo + BLOCK])))
+            block = pool.map(lambda f: _read_mask(f, shape), files[lo : lo + BLOCK])
+            masks = np.stack(list(block))
             frames = np.broadcast_to(backdrop, (len(masks), *backdrop.shape))
             stream.add(numbers[lo : lo + BLOCK], masks, frames, times[lo : lo + BLOCK])
 

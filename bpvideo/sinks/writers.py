@@ -10,7 +10,9 @@ interpreter lock).
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
+import os
 import signal
 import subprocess
 import tempfile
@@ -22,7 +24,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import Terminated, WorkError, temp_failure
+from bpvideo.errors import Terminated, WorkError, literal
+from bpvideo.failures import naming, reason, temp_failure
 from bpvideo.settings import default
 from bpvideo.sinks.outputs import STOP_SIGNALS, signals_deferred
 from bpvideo.sinks.worker import Worker
@@ -70,7 +73,9 @@ def yuv420p(frame: np.ndarray) -> np.ndarray:
 
 def _write_mask_png(folder: Path, number: int, image: np.ndarray) -> None:
     """``folder/bin%06d.png`` of a 0/255 uint8 mask."""
-    (folder / f"bin{number:06d}.png").write_bytes(encode_png(image))
+    path = folder / f"bin{number:06d}.png"
+    with naming(path):
+        path.write_bytes(encode_png(image))
 
 
 def write_masks(
@@ -276,16 +281,29 @@ class VideoStream:
             last=lambda: _close_quietly(stdin),
         )
 
-    def _failure(self, detail: object) -> WorkError:
-        message = ""
+    def _failure(self, detail: object, code: int | None = None) -> WorkError:
+        """Why ffmpeg could not write the file: a full disk or the file size limit (from
+        its status and log) with their fix, else its last log line."""
+        message, log = "", ""
         if self._log is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._log.seek(0)
-                lines = self._log.read().decode(errors="replace").strip().splitlines()
-                message = lines[-1] if lines else ""
+                log = self._log.read().decode(errors="replace").strip()
+                message = log.splitlines()[-1] if log else ""
+        if code is None and self._proc is not None:
+            code = self._proc.poll()
+        known = None
+        if code == -signal.SIGXFSZ or "File too large" in log:
+            known = errno.EFBIG
+        elif "No space left" in log or "Disk quota" in log:
+            known = errno.ENOSPC
+        if known is not None:
+            what, fix = reason(OSError(known, os.strerror(known)), "write somewhere else")
+            return WorkError(f"{literal(self.path)}: ffmpeg could not write the video: {what}: "
+                             f"{fix}")  # fmt: skip
         return WorkError(
-            f"{self.path}: ffmpeg could not write the video ({message or detail}): check free "
-            "disk space"
+            f"{literal(self.path)}: ffmpeg could not write the video "
+            f"({literal(message or detail)}): check free disk space"
         )
 
     def open(self, shape: tuple[int, ...]) -> None:
@@ -334,10 +352,11 @@ class VideoStream:
             # a pipe that broke because ffmpeg was stopped by a signal is that signal, not
             # a full disk: ffmpeg's status tells (asked before abort() kills it)
             stopped = self._stop_signal(wait=1.0) if isinstance(exc, OSError) else None
+            failure = self._failure(exc)  # while ffmpeg's status and log are there
             self.abort()
             if stopped is not None:
                 raise Terminated(stopped) from None
-            raise self._failure(exc) from None
+            raise failure from None
 
     def _stop_signal(self, wait: float | None) -> int | None:
         """The signal that ended ffmpeg (killed by it, or status 255: ffmpeg caught it and
@@ -380,7 +399,7 @@ class VideoStream:
             if stopped is not None:
                 raise Terminated(stopped)
             if error is not None or code != 0:
-                raise self._failure(error or f"exit status {code}")
+                raise self._failure(error or f"exit status {code}", code)
         finally:
             self._close_log()
 

@@ -9,8 +9,12 @@ announces, costs more than the bounds allow before it is refused.
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import io
 import math
 import os
+import stat
 import warnings
 from typing import BinaryIO
 
@@ -31,6 +35,7 @@ __all__ = [
     "check_rate",
     "decode_image",
     "image_size",
+    "open_file",
     "read_image",
     "read_line",
     "read_text",
@@ -67,13 +72,70 @@ def read_text(path: str | os.PathLike, what: str, limit: int = MAX_TEXT_BYTES) -
     InputError
         The file is larger than ``limit`` bytes.
     """
-    with open(path, "rb") as fh:
+    with open_file(path, what) as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise InputError(
             f"{literal(path)}: {what} is larger than {limit // 2**20} MiB: give the right file"
         )
     return data.decode("utf-8", "replace")
+
+
+#: What a path that is not a regular file is, for messages (``stat.S_IFMT`` -> words).
+_KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+def open_file(path: str | os.PathLike, what: str = "the file") -> BinaryIO:
+    """Open a file that must be a regular file, for reading, without ever blocking.
+
+    The path is opened with ``O_NONBLOCK`` (a FIFO with no writer would otherwise block
+    the open, or the first read, for ever) and refused unless it is a regular file; the
+    file is then switched back to blocking reads.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file.
+    what : str
+        How a message names it (``"the defaults file"``).
+
+    Returns
+    -------
+    BinaryIO
+        Open for binary reading; the caller closes it.
+
+    Raises
+    ------
+    InputError
+        A FIFO, a device or a socket: ``"PATH: WHAT is a named pipe (FIFO), not a regular
+        file: give a file"``.
+    OSError
+        The file cannot be opened (missing, a folder, no permission): callers name the fix.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if not stat.S_ISREG(mode):
+            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            raise InputError(f"{literal(path)}: {literal(what)} is {kind}, not a regular file "
+                             "(it would be waited on for ever): give a file")  # fmt: skip
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_bytes(path: str | os.PathLike, what: str) -> bytes | None:
+    """The bytes of a regular file, None when it cannot be opened or read."""
+    try:
+        with open_file(path, what) as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
 def check_frame_size(width: int, height: int, name: str, what: str = "frames") -> None:
@@ -119,9 +181,10 @@ def check_rate(rate: float | None, name: str, fps: float | None) -> float | None
     return rate
 
 
-def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
-    """``(width, height)`` of an image file from its header, or None when it is not an
-    image that can be read. No pixel is decoded.
+def image_size(path: str | os.PathLike | BinaryIO) -> tuple[int, int] | None:
+    """``(width, height)`` of an image file (or of its bytes, a file object) from its
+    header, or None when it is not an image that can be read (a FIFO, a device: not
+    waited on). No pixel is decoded.
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -131,6 +194,9 @@ def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            if isinstance(path, (str, os.PathLike)):
+                with open_file(path, "the image") as fh, Image.open(fh) as image:
+                    return image.size
             with Image.open(path) as image:
                 return image.size
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
@@ -149,20 +215,20 @@ def read_image(path: str | os.PathLike, flags: int = cv2.IMREAD_UNCHANGED) -> np
     InputError
         The header announces an image larger than the bounds (nothing was decoded).
     """
-    size = image_size(path)
+    data = _file_bytes(path, "the image")
+    if not data:
+        return None
+    size = image_size(io.BytesIO(data))
     if size is None:
         return None
     check_frame_size(*size, str(path), "an image")
-    return decode_image(path, flags)
+    return cv2.imdecode(np.frombuffer(data, np.uint8), flags)
 
 
 def decode_image(path: str | os.PathLike, flags: int = cv2.IMREAD_UNCHANGED) -> np.ndarray | None:
     """An image file decoded from its bytes (``cv2.imdecode``): OpenCV never gets the
     name, which it could not take when it is not UTF-8. None when it is not an image."""
-    try:
-        data = np.fromfile(os.fspath(path), np.uint8)
-    except (OSError, ValueError):
+    data = _file_bytes(path, "the image")
+    if not data:
         return None
-    if data.size == 0:
-        return None
-    return cv2.imdecode(data, flags)
+    return cv2.imdecode(np.frombuffer(data, np.uint8), flags)

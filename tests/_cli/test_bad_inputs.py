@@ -187,6 +187,42 @@ CASES = [
         r"--mask and --observe",
         "choose one",
     ),
+    # --- regions that leave nothing to report (issue 42) ---------------------------------
+    Case(
+        "roi-outside-frame",
+        ("{clip}", "--roi", "100,100 200,100 200,200"),
+        2,
+        r"--roi '100,100 200,100 200,200' covers no pixel of the 48x36 frames",
+        r"give corners inside the frame \(x 0\.\.47, y 0\.\.35\)",
+    ),
+    Case(
+        "exclude-everything",
+        ("{clip}", "--exclude", "0,0 47,0 47,35 0,35"),
+        2,
+        r"--exclude covers the whole 48x36 frame: nothing would be reported",
+        "shrink --exclude",
+    ),
+    Case(
+        "roi-equals-exclude",
+        ("{clip}", "--roi", "5,5 20,5 20,20", "--exclude", "5,5 20,5 20,20"),
+        2,
+        r"--exclude covers all of --roi: nothing would be reported",
+        "shrink --exclude or widen --roi",
+    ),
+    Case(
+        "roi-huge-corner",
+        ("{clip}", "--roi", f"0,0 {2**40},0 10,10"),
+        2,
+        rf"--roi '0,0 {2**40},0 10,10' has a corner '{2**40},0' more than 1000000 pixels",
+        "give corners in pixels of the input",
+    ),
+    Case(
+        "roi-empty-image",
+        ("{clip}", "--roi", "{mask_zero}"),
+        2,
+        r"--roi '.*mask_zero\.png' covers no pixel of the 48x36 frames",
+        "non-zero where the region is",
+    ),
     # --- option values -------------------------------------------------------------------
     Case(
         "rank-ge-frames",
@@ -332,6 +368,21 @@ def test_bad_input_real_process(bad: dict[str, Path], tmp_path: Path, case_id: s
     res = run_process("separate", *_argv(case.argv, bad, out))
     assert_one_error_line(res, case.code, case.names, case.fix)
     assert output_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("flag", ["--roi", "--exclude", "-c"])
+def test_a_fifo_where_a_file_is_needed_is_refused_at_once(
+    bad: dict[str, Path], tmp_path: Path, flag: str
+) -> None:
+    """A FIFO with no writer given as a mask image or a defaults file is refused in one
+    line, where it blocked the run for ever (issue 42); the timeout fails the old code."""
+    fifo = tmp_path / "zone.png"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    res = run_process("separate", bad["clip"], "-o", out, flag, fifo, timeout=60)
+    assert_one_error_line(res, 2, r"zone\.png: the (image|config) is a named pipe \(FIFO\)",
+                          "not a regular file .*: give a file")  # fmt: skip
+    assert not out.exists()
 
 
 # --- kept on purpose: --allow-partial ----------------------------------------------------

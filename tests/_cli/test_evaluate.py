@@ -173,3 +173,29 @@ def test_baselines_run_end_to_end(
     assert summary["solver"]["method"] == method
     assert len(list((out / "masks").glob("bin*.png"))) == 24
     assert summary["evaluation"]["summary"]["f_measure"] > least_f
+
+
+def test_fewer_masks_than_groundtruth_frames_is_an_error_unless_allowed(
+    run_cli, tiny_clip: Path, tmp_path: Path
+) -> None:
+    """Masks of 10 of 24 ground-truth frames scored as if they were the sequence's score,
+    exit 0 (issue 42): now exit 2, one line naming what is missing and the fix, nothing
+    written; ``--allow-partial`` scores the 10 and warns."""
+    gt = _write_groundtruth(tmp_path / "groundtruth")
+    out = tmp_path / "out"
+    assert run_cli("separate", tiny_clip, "-o", out, "-q", "--frames", "10").code == 0
+    res = run_cli("evaluate", out, gt)
+    assert res.code == 2, res.err
+    assert res.err.count("\n") == 1 and "Traceback" not in res.err
+    assert res.err.startswith(f"bpvideo: error: {out / 'masks'}: 14 of the 24 ground-truth "
+                              "frames to score have no mask (the first: 11; the masks cover "
+                              "1-10): separate the frames that cover them, or pass "
+                              "--allow-partial")  # fmt: skip
+    assert not (out / "evaluation.csv").exists()
+    res = run_cli("evaluate", out, gt, "--allow-partial", "--json")
+    assert res.code == 0, res.err
+    assert res.json()["summary"]["frames_scored"] == 10
+    assert res.json()["info"]["unscored"] == list(range(11, 25))
+    assert "14 ground-truth frame(s) have no mask" in res.err
+    res = run_cli("evaluate", out, gt, "--temporal-roi", "1:10", "-q")
+    assert res.code == 0, res.err  # every frame asked for has its mask

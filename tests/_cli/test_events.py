@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -75,6 +76,55 @@ def test_bad_options_are_one_line_and_exit_2(run: Path, tmp_path: Path, run_cli,
     assert result.err.count("\n") == 1 and message in result.err
     assert "Traceback" not in result.err
     assert (out / "summary.json").read_bytes() == before
+
+
+def _damage_summary(**fields):
+    def damage(out: Path) -> None:
+        summary = json.loads((out / "summary.json").read_text())
+        summary.update(fields)
+        (out / "summary.json").write_text(json.dumps(summary))
+
+    return damage
+
+
+def _mask_of_another_size(out: Path) -> None:
+    import cv2
+    import numpy as np
+
+    cv2.imwrite(str(out / "masks" / "bin000005.png"), np.zeros((10, 10), np.uint8))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            _mask_of_another_size,
+            r"masks/bin000005\.png: mask is 10x10 but summary\.json says "
+            r"the frames are \d+x\d+",
+        ),
+        (_damage_summary(width=10**12, height=10**12), r'summary\.json: "width" is 1000000000000'),
+        (_damage_summary(width=-3), r'summary\.json: "width" is -3'),
+        (_damage_summary(mask_numbers=[1.5, 2.7, 3]), r'"mask_numbers" is \[1\.5, 2\.7, 3\]'),
+        (_damage_summary(mask_numbers=["a", None]), r'"mask_numbers" is \[\'a\', None\]'),
+        (_damage_summary(fps=0), r'summary\.json: "fps" is 0, which no run writes'),
+    ],
+    ids=["mask-size", "huge-size", "negative-size", "fractional-numbers", "text-numbers", "fps-0"],
+)
+def test_a_damaged_output_directory_is_one_line_naming_the_file(
+    run: Path, tmp_path: Path, run_cli, damage, message
+):
+    """Four kinds of damaged OUTDIR (issue 42) were internal errors (exit 1), or events of
+    nothing (fractional mask numbers, exit 0): now usage errors naming the file."""
+    out = _copy(run, tmp_path)
+    damage(out)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    result = run_cli("events", out)
+    assert result.code == 2, result.err
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert re.search(message, result.err), result.err
+    assert result.err.rstrip().endswith("the output directory is damaged; run bpvideo "
+                                        "separate again")  # fmt: skip
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
 def test_a_folder_that_is_no_result_is_refused(tmp_path: Path, run_cli):

@@ -140,14 +140,16 @@ def test_a_signal_closes_the_segment_as_a_complete_result(street, tmp_path, sign
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=process_env(),
                             preexec_fn=default_signals)  # fmt: skip
     try:
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:  # the first segment is closed
-            if list((tmp_path / "out").glob("*/summary.json")):
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)  # the second one is being written
+        # signalled once the process wrote a mask of its second segment: the first is
+        # closed (its own files say so), the second being written; never a guess of time
+        second = f"*/{STAGING_PREFIX}*/masks/bin*.png"
+        while proc.poll() is None and not (
+            list((tmp_path / "out").glob("*/summary.json"))
+            and list((tmp_path / "out").glob(second))
+        ):
+            time.sleep(0.01)  # polls the process's own files
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=300)
     finally:
         _stop(server)
         if proc.poll() is None:
@@ -179,6 +181,71 @@ def test_live_stdin(tmp_path):
     assert _summary(tmp_path / "out")["frames"] == 80
     masks = read_masks(tmp_path / "out" / "masks") > 0
     assert f_measure(masks, truth) > 0.8
+
+
+def _y4m(path: Path, n: int = 150) -> bytes:
+    """The street clip of ``n`` frames as a y4m stream (what ``-`` with ``--live`` reads)."""
+    import imageio_ffmpeg
+
+    clip = write_clip(path, street_frames(n=n)[0])
+    return subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-i", clip,
+                           "-f", "yuv4mpegpipe", "-pix_fmt", "yuv444p", "-"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+
+
+def _live_stdin(data: bytes, *args: str | Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "bpvideo", "separate", "-", "--live", *map(str, args)]
+    return subprocess.run(cmd, input=data, capture_output=True, env=process_env(), timeout=120,
+                          check=False)  # fmt: skip
+
+
+def test_a_masks_to_reader_that_dies_is_told_with_what_was_kept(tmp_path):
+    """The reader of the --masks-to FIFO stops after 60 masks: the segments closed before
+    are complete and kept, and the message says so (it said "nothing was kept")."""
+    import os
+
+    fifo = tmp_path / "masks.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["head", "-c", str(60 * 72 * 96), str(fifo)],
+                              stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        done = _live_stdin(_y4m(tmp_path / "c.mkv"), "-o", tmp_path / "out", "--learn", "0:40",
+                           "--no-video", "--segment", "1s", "--masks-to", fifo, "-q")  # fmt: skip
+    finally:
+        reader.kill()
+        reader.wait()
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    kept = sorted(p for p in (tmp_path / "out").iterdir())
+    assert len(kept) >= 2  # 25 frames each: at least the first 50 of the 60 read
+    for folder in kept:
+        assert _summary(folder)["frames"] == 25
+    assert "nothing was kept" not in err
+    assert err.startswith(f"bpvideo: error: {fifo}: the program reading this pipe stopped")
+    assert (f"kept: the {len(kept)} segment(s) closed before it, complete, in "
+            f"{tmp_path / 'out'} ({kept[0].name} to {kept[-1].name}); the one being written "
+            "was removed") in err  # fmt: skip
+
+
+@pytest.mark.parametrize("segment", [None, "1s"])
+def test_a_full_disk_in_a_live_run_is_the_disk_full_error(small_disk, tmp_path, segment):
+    """ENOSPC part-way through a live stream: the same one-line disk-full error as a file
+    run (it was "internal error: OSError"), naming the file; closed segments are kept."""
+    out = small_disk / "out"
+    extra = ["--segment", segment] if segment else []
+    done = _live_stdin(_y4m(tmp_path / "c.mkv"), "-o", out, "--learn", "0:40", "-q", *extra)
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert len(err.splitlines()) == 1 and "internal error" not in err, err
+    assert "disk full (no space left on the device)" in err and STAGING_PREFIX not in err
+    if segment is None:
+        assert err.endswith("; nothing was kept\n"), err
+        assert not out.exists()
+    else:
+        kept = sorted(out.iterdir())
+        assert all((folder / "summary.json").is_file() for folder in kept)
+        assert ("nothing was kept" in err) == (not kept), err
 
 
 @pytest.mark.parametrize("kind", ["m3u8", "ffconcat"])

@@ -84,7 +84,7 @@ def report_of(path: Path) -> dict:
 
 def wait_for(path: Path, ready: Callable[[list[str]], bool], proc: subprocess.Popen) -> dict:
     """The report once ``ready(statuses)`` holds (it is replaced atomically: always whole)."""
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 300  # a hang guard: the report is the batch's own word
     while time.monotonic() < deadline:
         report = report_of(path)
         if report and ready([j["status"] for j in report["jobs"]]):
@@ -115,17 +115,19 @@ def staged(tmp_path: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_the_batch_within_2_s(
+def test_a_signal_stops_the_batch_and_its_workers(
     start, clips: list[Path], tmp_path: Path, signum: int
 ) -> None:
+    """Signalled once its report says two slow jobs run (the batch's own word, not a
+    guess of time): it stops them (workers that do not stop within GRACE are killed),
+    says so in the report and exits 128 + N. No wall-clock bound is asserted: a loaded
+    machine only makes it later."""
     config = config_of(tmp_path, clips, "fsss")
     proc = start("batch", config, "--workers", "2")
     path = tmp_path / "night.report.json"
     report = wait_for(path, lambda s: s[0] == "ok" and s.count("running") == 2, proc)
-    t = time.monotonic()
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=30)
-    assert time.monotonic() - t < 2.0, err
+    _, err = proc.communicate(timeout=300)  # a hang guard
     assert proc.returncode == 128 + signum, err
     final = report_of(path)
     statuses = [j["status"] for j in final["jobs"]]

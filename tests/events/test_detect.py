@@ -123,3 +123,49 @@ def test_frame_rows_count_blobs_and_share_of_the_region():
     assert inside.share[1] == pytest.approx(4 / 25)
     assert inside.blobs.tolist() == [0, 1]
     assert inside.boxes[1].tolist() == [1, 1, 2, 2]
+
+
+# --- a rate or times that cannot be: InputError naming the parameter (issue 42) ----------
+
+BAD_RATES = [0, -5, float("nan"), float("inf"), "fast"]
+
+
+@pytest.mark.parametrize("fps", BAD_RATES)
+def test_every_entry_point_refuses_a_rate_that_is_not_positive_and_finite(fps):
+    from bpvideo.errors import InputError
+    from bpvideo.events.detect import frames_of
+
+    calls = [
+        lambda: detect_events(_table([0, 0.2, 0]), fps=fps, threshold=0, min_event=1, gap=0,
+                              pad=0),
+        lambda: EventRecorder(fps, threshold=0, min_event=1, gap=0, pad=0),
+        lambda: frames_of("2s", fps, "event_gap"),
+    ]  # fmt: skip
+    for call in calls:
+        with pytest.raises(InputError, match=r"^fps=.* must be a finite number > 0") as error:
+            call()
+        assert error.value.option == ("fps", fps)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_times_that_are_not_finite_are_refused_naming_the_parameter(bad):
+    from bpvideo.errors import InputError
+
+    masks = np.zeros((3, 4, 4), bool)
+    with pytest.raises(InputError, match=r"^times holds 3 value"):
+        frame_rows(masks, [1, 2, 3], [bad] * 3)
+    recorder = EventRecorder(10.0, threshold=0, min_event=1, gap=0, pad=0)
+    with pytest.raises(InputError, match=r"^times holds 1 value"):
+        recorder.add([1, 2, 3], [0.0, bad, 0.2], masks)
+    with pytest.raises(InputError, match=r"^table.times holds 1 value"):
+        detect_events(_table([0, 0.2, 0], times=[0.0, 0.1, bad]), fps=10, threshold=0,
+                      min_event=1, gap=0, pad=0)  # fmt: skip
+    with pytest.raises(InputError, match="finite time"):
+        timecode(bad)
+
+
+def test_times_of_another_count_than_the_masks_are_refused():
+    from bpvideo.errors import InputError
+
+    with pytest.raises(InputError, match=r"2 value.* for 3 frame"):
+        frame_rows(np.zeros((3, 4, 4), bool), [1, 2, 3], [0.0, 0.1])

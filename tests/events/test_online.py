@@ -57,3 +57,23 @@ def test_memory_holds_no_more_rows_than_gap_and_pad():
         assert len(online.ring) <= 7
         assert online.run is None or len(online.run.tail) <= 10
     assert len(online.finish()) == len(range(0, n, 150))
+
+
+@pytest.mark.parametrize("fps", [0, -1, float("nan"), float("inf")])
+def test_a_rate_that_is_not_positive_and_finite_is_refused(fps):
+    from bpvideo.errors import InputError
+
+    with pytest.raises(InputError, match=r"^fps=.* must be a finite number > 0"):
+        OnlineEvents(fps, threshold=0, min_event=1, gap=0, pad=0)
+
+
+def test_rows_whose_times_are_not_finite_are_refused():
+    from bpvideo.errors import InputError
+
+    online = OnlineEvents(10.0, threshold=0, min_event=1, gap=0, pad=0)
+    share = np.array([0.0, 0.2])
+    rows = FrameTable(np.arange(1, 3), np.array([np.nan, np.nan]), share, np.array([0, 1]),
+                      np.ones((2, 4), int))  # fmt: skip
+    with pytest.raises(InputError, match=r"^rows.times holds 2 value"):
+        online.add(rows)
+    assert online.finish() == []

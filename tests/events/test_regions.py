@@ -55,3 +55,50 @@ def test_bad_polygons_are_refused_naming_the_option(spec):
 def test_a_spec_that_is_not_a_polygon_is_a_path():
     assert parse_region("zones/door.png") == "zones/door.png"
     assert isinstance(parse_region(" 1,2  3,4\t5,6 "), Polygon)
+
+
+# --- a region that leaves nothing to report is a usage error (issue 42) -------------------
+
+
+@pytest.mark.parametrize("big", ["1000000000000", str(2**40), "-1000001"])
+def test_corners_far_beyond_any_frame_are_refused_in_the_parser(big):
+    with pytest.raises(InputError, match=rf"roi=.* has a corner '{big},0' more than 1000000"):
+        parse_region(f"0,0 {big},0 10,10", "roi")
+    assert parse_region("0,0 1000000,0 10,10").points.max() == 1_000_000  # the bound itself
+
+
+def test_a_polygon_reaching_to_the_bound_still_covers_its_pixels():
+    region = reported_region([parse_region("-1000000,-1000000 1000000,-1000000 "
+                                           "1000000,1000000 -1000000,1000000")], [], (6, 8),
+                             scale=4.0)  # fmt: skip
+    assert region.all()
+
+
+@pytest.mark.parametrize("name", ["roi", "exclude"])
+def test_a_polygon_wholly_outside_the_frame_is_refused_naming_the_option(name):
+    outside = parse_region("50,50 60,50 60,60", name)
+    rois, excludes = ([outside], []) if name == "roi" else ([], [outside])
+    with pytest.raises(InputError, match=rf"^{name}='50,50 60,50 60,60' covers no pixel of "
+                                         r"the 10x10 frames .*x 0..9, y 0..9"):  # fmt: skip
+        reported_region(rois, excludes, (10, 10))
+
+
+def test_an_empty_roi_image_is_refused_with_the_name_typed():
+    with pytest.raises(InputError, match=r"^roi='door.png' covers no pixel .* non-zero"):
+        reported_region([np.zeros((4, 4), bool)], [], (4, 4), labels=(["door.png"], []))
+
+
+@pytest.mark.parametrize(
+    ("rois", "excludes", "message"),
+    [
+        ([], ["0,0 9,0 9,9 0,9"], "exclude covers the whole 10x10 frame"),
+        (["2,2 5,2 5,5 2,5"], ["2,2 5,2 5,5 2,5"], "exclude covers all of roi"),
+        (["2,2 5,2 5,5"], ["0,0 9,0 9,9 0,9"], "exclude covers all of roi"),
+    ],
+)
+def test_excludes_that_leave_nothing_to_report_are_refused(rois, excludes, message):
+    with pytest.raises(InputError, match=f"^{message}: nothing would be reported") as error:
+        reported_region([parse_region(r) for r in rois],
+                        [parse_region(e, "exclude") for e in excludes], (10, 10))  # fmt: skip
+    flags = {"roi": "--roi", "exclude": "--exclude"}
+    assert error.value.render(flags).startswith(f"--{message.replace(' roi', ' --roi')}")

@@ -110,3 +110,33 @@ def test_evaluate_twice_and_after_groundtruth(
     (masks_only / "evaluation.csv").write_text("not a mask\n")
     res = run_cli("evaluate", masks_only, groundtruth, "-q", "--csv", masks_only / "evaluation.csv")
     assert res.code == 0, res.err
+
+
+def test_an_output_folder_that_is_a_folder_of_frames_read_is_refused(
+    run_cli, groundtruth: Path, tmp_path: Path
+) -> None:
+    """``-o`` the frame folder of the input (a folder of images given as INPUT, or the
+    ``input/`` folder of a changedetection.net-like one, or a link to it), of the masks or
+    of the ground truth: its result files would lie among the frames (issue 42)."""
+    from tests._cli.test_hostile_inputs import frames_folder
+
+    flat = frames_folder(tmp_path / "flat")
+    cdnet = tmp_path / "cdnet"
+    frames_folder(cdnet / "input")
+    (tmp_path / "link").symlink_to(flat)
+    before = digest(flat, cdnet, groundtruth)
+    cases = [(flat, flat), (flat, tmp_path / "link"), (cdnet, cdnet / "input"),
+             (cdnet / "input", cdnet / "input"), (flat, groundtruth)]  # fmt: skip
+    for source, out in cases:
+        res = run_cli("separate", source, "-o", out, "--groundtruth", groundtruth, "--overwrite")
+        assert_one_error_line(res, 2, rf"{out.name}: the output folder would put its files "
+                              r"among those of the (input|ground truth) \(the folder ",
+                              "choose another -o")  # fmt: skip
+    config = tmp_path / "night.yaml"
+    config.write_text(f"jobs:\n  - input: {flat}\n    output: {flat}\n")
+    res = run_cli("batch", config)
+    assert res.code == 2 and "would put its files among those of the input" in res.err, res.err
+    assert digest(flat, cdnet, groundtruth) == before
+    assert sorted(p.name for p in flat.iterdir()) == [f"in{i:06d}.png" for i in range(1, 13)]
+    res = run_cli("separate", cdnet, "-o", cdnet / "result", "-q", "--no-video")
+    assert res.code == 0, res.err  # a folder beside the frames is no frame folder

@@ -144,8 +144,13 @@ def test_raw_masks_to_a_named_pipe(tmp_path: Path) -> None:
         RawMaskSink(str(fifo))
     assert time.monotonic() - t < 5
     reader = subprocess.Popen(["head", "-c", "100", str(fifo)], stdout=subprocess.DEVNULL)
-    time.sleep(0.2)
-    sink = RawMaskSink(str(fifo))
+    while True:  # until the reader has opened the pipe (its own doing, however late)
+        try:
+            sink = RawMaskSink(str(fifo))
+            break
+        except InputError:
+            assert reader.poll() is None
+            time.sleep(0.01)
     masks = np.ones((4, 240, 320), bool)
     with pytest.raises(WorkError, match=r"the program reading this pipe stopped after \d+"):
         for _ in range(100):
@@ -164,7 +169,7 @@ def test_an_encoder_stopped_by_a_signal_mid_write_is_that_signal(tmp_path: Path)
     frame = np.zeros((64, 64, 3), dtype=np.uint8)
     stream.write([frame])
     stream._proc.send_signal(signal.SIGTERM)
-    stream._proc.wait(10)
+    stream._proc.wait(300)  # a hang guard
     with pytest.raises(Terminated) as stop:
         for _ in range(10_000):  # until the queue meets the broken pipe
             stream.write([frame])
