@@ -260,8 +260,16 @@ def _signal_name(signum: int) -> str:
 
 def _acknowledge(signum: int) -> None:
     """Say at once that a stop signal was received (the process then stops, tidies up
-    and says how): ``bpvideo: stopping: received signal 1 (SIGHUP)``."""
-    logger.info("stopping: received signal %d%s", signum, _signal_name(signum))
+    and says how): ``bpvideo: stopping: received signal 1 (SIGHUP)``, an INFO line.
+
+    Written to file descriptor 2 directly: the handler may run in the middle of a write
+    to ``sys.stderr``, and writing to that buffered stream again from here raised
+    "reentrant call" (an internal error instead of exit 130/143).
+    """
+    if logger.isEnabledFor(logging.INFO):
+        line = f"bpvideo: stopping: received signal {signum}{_signal_name(signum)}\n"
+        with contextlib.suppress(OSError, ValueError):
+            os.write(2, line.encode())
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
