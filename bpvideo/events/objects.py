@@ -105,11 +105,11 @@ class CountLine:
         """The direction in which the step from ``p`` to ``q`` crosses the segment, or None
         (a step that ends on the line counts; one that starts on it does not)."""
         sp, sq = self._side(p), self._side(q)
-        if sp == 0 or (sp > 0) == (sq > 0) and sq != 0:
+        if sp == 0 or (sq != 0 and (sp > 0) == (sq > 0)):
             return None
         mover = CountLine("", p, q)
-        if (mover._side(self.a) > 0) == (mover._side(self.b) > 0) and mover._side(self.a) != 0 \
-                and mover._side(self.b) != 0:  # fmt: skip
+        sa, sb = mover._side(self.a), mover._side(self.b)
+        if sa * sb > 0:
             return None  # the step crosses the line's extension, not the segment
         return "left_to_right" if sp < 0 else "right_to_left"
 
@@ -140,7 +140,8 @@ class Counts:
         for name, total in self.total.items():
             out[name] = dict(total)
             if seconds > 3600:
-                out[name]["per_hour"] = [{"hour": h, **v} for h, v in sorted(self.hours[name].items())]
+                hours = sorted(self.hours[name].items())
+                out[name]["per_hour"] = [{"hour": h, **v} for h, v in hours]
         return out
 
 
@@ -256,15 +257,15 @@ class ObjectTracker:
                                   strict=True):  # fmt: skip
             track = self.open.get(int(key))
             if track is None:
-                track = self.open[int(key)] = _Track(TrackedObject(first=self.row,
-                                                     first_frame=number, first_seconds=time))  # fmt: skip
+                start = TrackedObject(first=self.row, first_frame=number, first_seconds=time)
+                track = self.open[int(key)] = _Track(start)
             rows += self._observe(track, number, time, box, int(area))
         return rows
 
     def _observe(self, track: _Track, number: int, time: float, box: np.ndarray,
                  area: int) -> list[dict[str, Any]]:  # fmt: skip
         obj = track.obj
-        x0, y0, x1, y1 = (int(round(v)) for v in box)
+        x0, y0, x1, y1 = (round(float(v)) for v in box)
         centre = ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
         if track.centre is not None:
             obj.path += math.dist(track.centre, centre)

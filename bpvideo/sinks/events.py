@@ -21,6 +21,7 @@ from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.sinks.clips import cut_clip, keyframe_at
 from bpvideo.sinks.event_report import draw_foreground, report_html
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
+from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
 from bpvideo.sinks.writers import VideoStream
 from bpvideo.sources.regions import region_mask
@@ -36,6 +37,7 @@ __all__ = [
     "OverlaySink",
     "ReportSink",
     "TableSink",
+    "busy_scene",
     "event_sinks",
     "report_facts",
 ]
@@ -59,11 +61,16 @@ class EventsSink:
         The frames (size, rate, mask numbers).
     settings : SeparateSettings
         The event options, regions and ``step``.
+    objects : ObjectsSink, optional
+        The objects (closed before this sink): the events with ``--events objects``.
     """
 
-    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> None:
+    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings,
+                 objects: ObjectsSink | None = None) -> None:  # fmt: skip
         self.outdir = outdir
         self.source = source
+        self.objects = objects
+        self.mode = settings.events
         self.fps = source.fps * settings.step  # the input's own rate: times of mask numbers
         region = region_mask(settings.roi, settings.exclude, (source.height, source.width),
                              settings.scale)  # fmt: skip
@@ -83,6 +90,10 @@ class EventsSink:
     def close(self) -> None:
         """Find the last events; stage ``events.csv`` (``frames.csv`` is written)."""
         self.events = self.stream.finish()
+        if self.mode == "objects" and self.objects is not None:
+            self.events = self.objects.events()
+        else:
+            busy_scene(self.events, self.stream.frames)
         atomic_write_bytes(self.outdir.stage("events.csv"), events_csv(self.events))
 
     def abort(self) -> None:
@@ -326,15 +337,32 @@ def block_times(
                      for f, t in zip(frames, times.tolist(), strict=True)])  # fmt: skip
 
 
+#: The share of the frames one event may span before the log calls the scene busy.
+BUSY_SHARE = 0.8
+
+
+def busy_scene(events: list[Event], frames: int) -> None:
+    """Log one line when an activity event spans most of the input (a road, a shop: the
+    events say little there)."""
+    longest = max((e.last - e.first + 1 for e in events), default=0)
+    if frames and longest > BUSY_SHARE * frames:
+        logger.warning(
+            "busy scene: one event spans %d %% of the frames; for what moved, try --events "
+            "objects (objects.csv), a region (--roi/--exclude) or a higher --event-threshold",
+            round(100 * longest / frames),
+        )
+
+
 def report_facts(name: str, frames: int, width: int, height: int, fps: float) -> dict[str, Any]:
     """The table above the report's plot."""
     return {"input": name, "frames": frames, "size": f"{width}x{height}", "fps": round(fps, 3)}
 
 
 def event_sinks(outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> list[Any]:
-    """The event sinks of a run, in the order they are closed: events first."""
-    events = EventsSink(outdir, source, settings)
-    sinks: list[Any] = [events]
+    """The event sinks of a run, in the order they are closed: objects, then events."""
+    objects = ObjectsSink(outdir, source, settings)
+    events = EventsSink(outdir, source, settings, objects)
+    sinks: list[Any] = [objects, events]
     if settings.overlay:
         sinks.append(OverlaySink(outdir, events, settings))
     if settings.clips:
