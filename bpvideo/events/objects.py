@@ -253,6 +253,8 @@ class ObjectTracker:
         tracked = self.tracker.update_with_detections(detections)
         rows: list[dict[str, Any]] = []
         self.end = time + 1.0 / self.fps
+        if not len(tracked):
+            return rows
         for key, box, area in zip(tracked.tracker_id, tracked.xyxy, tracked.data["area"],
                                   strict=True):  # fmt: skip
             track = self.open.get(int(key))

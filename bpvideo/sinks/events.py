@@ -15,12 +15,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.sinks.clips import cut_clip, keyframe_at
 from bpvideo.sinks.event_report import draw_foreground, report_html
-from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
+from bpvideo.sinks.event_stream import EventStream, block_times, event_options, events_csv
 from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
 from bpvideo.sinks.writers import VideoStream
@@ -322,34 +320,22 @@ class TableSink:
         """Nothing to stop."""
 
 
-def block_times(
-    source: FrameSource, frames: list[int], numbers: list[int], fps: float
-) -> np.ndarray:
-    """(k,) seconds of a block's frames: a video's own timestamps where the decoder gave
-    them (a variable frame rate is kept), else the time of each mask number at the input's
-    rate (:func:`~bpvideo.sinks.event_stream.frame_times`: folders count from their frames'
-    numbers, as the ground truth of a sequence does)."""
-    times = frame_times(numbers, fps)
-    if source.numbering != "index":
-        return times
-    known = getattr(source, "times", {})
-    return np.array([t if (v := known.get(f)) is None else v
-                     for f, t in zip(frames, times.tolist(), strict=True)])  # fmt: skip
-
-
-#: The share of the frames one event may span before the log calls the scene busy.
-BUSY_SHARE = 0.8
+#: The share of the frames one event may span before the log calls the scene busy, and
+#: the seconds it must last (a clip of a few seconds is one event by nature).
+BUSY_SHARE, BUSY_SECONDS = 0.8, 10.0
 
 
 def busy_scene(events: list[Event], frames: int) -> None:
     """Log one line when an activity event spans most of the input (a road, a shop: the
     events say little there)."""
-    longest = max((e.last - e.first + 1 for e in events), default=0)
-    if frames and longest > BUSY_SHARE * frames:
+    longest = max(events, key=lambda e: e.last - e.first, default=None)
+    if longest is None or longest.duration < BUSY_SECONDS:
+        return
+    if longest.last - longest.first + 1 > BUSY_SHARE * frames:
         logger.warning(
             "busy scene: one event spans %d %% of the frames; for what moved, try --events "
             "objects (objects.csv), a region (--roi/--exclude) or a higher --event-threshold",
-            round(100 * longest / frames),
+            round(100 * (longest.last - longest.first + 1) / frames),
         )
 
 

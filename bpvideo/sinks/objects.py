@@ -24,6 +24,7 @@ from bpvideo.events.objects import (
     object_events,
     parse_line,
 )
+from bpvideo.sinks.event_stream import block_times
 from bpvideo.sources.regions import region_mask
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,8 +105,6 @@ class ObjectsSink:
 
     def write(self, block: Block) -> None:
         """Track the block's blobs; write the rows they make."""
-        from bpvideo.sinks.events import block_times
-
         assert self.objects is not None and self.tracks is not None
         numbers = [self.source.mask_number(n) for n in block.numbers]
         times = block_times(self.source, block.numbers, numbers, self.fps)
