@@ -41,6 +41,8 @@ __all__ = [
 MIN_BLOB_SHARE = 0.0008
 #: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate).
 LOST_FRAMES = 5
+#: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold).
+MATCH_IOU = 0.2
 #: The columns of ``objects.csv``.
 OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
                   "duration", "x", "y", "w", "h", "area", "speed", "regions")  # fmt: skip
@@ -176,6 +178,25 @@ class TrackedObject:
                 "regions": " ".join(str(r) for r in sorted(self.regions))}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _At:
+    """A frame: its row of the frame table, mask number, start and end (seconds)."""
+
+    row: int
+    number: int
+    time: float
+    end: float
+
+
+def _iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(b,) intersection over union of ``box`` with each of ``boxes`` (``x0, y0, x1, y1``)."""
+    w = np.clip(np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]), 0, None)
+    h = np.clip(np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]), 0, None)
+    inter = w * h
+    area = lambda b: (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])  # noqa: E731
+    return inter / np.maximum(area(box) + area(boxes) - inter, 1e-9)
+
+
 @dataclass
 class _Track:
     """A track of the tracker, until it is an object or lost."""
@@ -219,13 +240,20 @@ class ObjectTracker:
         self.area = max(1, int(area or shape[0] * shape[1]))
         self.regions = list(regions)
         self.counts = Counts(list(lines))
-        self.tracker = sv.ByteTrack(track_activation_threshold=0.5, lost_track_buffer=self.lost,
-                                    minimum_matching_threshold=0.8, frame_rate=30)  # fmt: skip
+        self.tracker = sv.ByteTrack(
+            track_activation_threshold=0.5,
+            lost_track_buffer=self.lost,  # frame_rate 30: waits exactly this many frames
+            minimum_matching_threshold=1 - MATCH_IOU,
+            frame_rate=30,
+        )
         self._sv = sv
         self.open: dict[int, _Track] = {}
         self.objects = 0  #: objects confirmed so far
         self.row = 0
         self.end = 0.0  # the end of the last frame, in seconds
+        #: The frame before: its detections that no track took (where new tracks start).
+        none = (None, np.zeros((0, 4)), np.zeros(0, np.int64))
+        self._previous: tuple[_At | None, np.ndarray, np.ndarray] = none
 
     def add(self, numbers: Any, times: Any, masks: np.ndarray
             ) -> tuple[list[dict[str, Any]], list[TrackedObject]]:  # fmt: skip
@@ -247,36 +275,56 @@ class ObjectTracker:
 
     def _frame(self, number: int, time: float, mask: np.ndarray) -> list[dict[str, Any]]:
         boxes, areas = blobs_of(mask, self.min_area)
-        detections = self._sv.Detections(xyxy=boxes, confidence=np.ones(len(boxes)),
-                                          class_id=np.zeros(len(boxes), dtype=int),
-                                          data={"area": areas})  # fmt: skip
+        n = len(boxes)
+        detections = self._sv.Detections(xyxy=boxes, confidence=np.ones(n),
+                                          class_id=np.zeros(n, dtype=int),
+                                          data={"area": areas, "index": np.arange(n)})  # fmt: skip
         tracked = self.tracker.update_with_detections(detections)
+        at = _At(self.row, number, time, time + 1.0 / self.fps)
+        self.end = at.end
         rows: list[dict[str, Any]] = []
-        self.end = time + 1.0 / self.fps
-        if not len(tracked):
-            return rows
-        for key, box, area in zip(tracked.tracker_id, tracked.xyxy, tracked.data["area"],
-                                  strict=True):  # fmt: skip
-            track = self.open.get(int(key))
-            if track is None:
-                start = TrackedObject(first=self.row, first_frame=number, first_seconds=time)
-                track = self.open[int(key)] = _Track(start)
-            rows += self._observe(track, number, time, box, int(area))
+        matched = set()
+        if len(tracked):
+            matched = set(tracked.data["index"].tolist())
+            for key, box, area in zip(tracked.tracker_id, tracked.xyxy, tracked.data["area"],
+                                      strict=True):  # fmt: skip
+                track = self.open.get(int(key))
+                if track is None:
+                    track = self.open[int(key)] = self._new_track(box)
+                rows += self._observe(track, at, box, int(area))
+        unmatched = [i for i in range(len(boxes)) if i not in matched]
+        self._previous = (at, boxes[unmatched], areas[unmatched])
         return rows
 
-    def _observe(self, track: _Track, number: int, time: float, box: np.ndarray,
-                 area: int) -> list[dict[str, Any]]:  # fmt: skip
+    def _new_track(self, box: np.ndarray) -> _Track:
+        """A track ByteTrack reports for the first time: it was started on a detection of
+        the frame before (reported from its second frame on: the first frame of the input
+        excepted), which is taken back as its first row."""
+        track = _Track(TrackedObject(first=self.row))
+        at, boxes, areas = self._previous
+        if at is not None and len(boxes):
+            overlap = _iou(box, boxes)
+            best = int(np.argmax(overlap))
+            if overlap[best] >= MATCH_IOU:
+                self._observe(track, at, boxes[best], int(areas[best]))
+                keep = np.arange(len(boxes)) != best
+                self._previous = (at, boxes[keep], areas[keep])
+        return track
+
+    def _observe(self, track: _Track, at: _At, box: np.ndarray, area: int) -> list[dict[str, Any]]:
         obj = track.obj
         x0, y0, x1, y1 = (round(float(v)) for v in box)
         centre = ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
-        if track.centre is not None:
+        if track.centre is None:
+            obj.first, obj.first_frame, obj.first_seconds = at.row, at.number, at.time
+        else:
             obj.path += math.dist(track.centre, centre)
             for line in self.counts.lines:
                 way = line.crossing(track.centre, centre)
                 if way is not None:
-                    track.crossings.append((line.name, way, time))
+                    track.crossings.append((line.name, way, at.time))
         track.centre = centre
-        obj.last, obj.last_frame, obj.last_end = self.row, number, self.end
+        obj.last, obj.last_frame, obj.last_end = at.row, at.number, at.end
         obj.seen += 1
         if area > obj.area:
             obj.area, obj.box, obj.share = area, (x0, y0, x1 - x0, y1 - y0), area / self.area
@@ -285,7 +333,7 @@ class ObjectTracker:
                                                      max(u[2], x1), max(u[3], y1)]  # fmt: skip
         cx, cy = int(centre[0]), int(centre[1])  # inside the frame: the box is
         obj.regions.update(i + 1 for i, r in enumerate(self.regions) if r[cy, cx])
-        track.rows.append({"frame": number, "time": timecode(time), "x": x0, "y": y0,
+        track.rows.append({"frame": at.number, "time": timecode(at.time), "x": x0, "y": y0,
                            "w": x1 - x0, "h": y1 - y0})  # fmt: skip
         if not track.confirmed and obj.seen >= self.min_frames:
             track.confirmed = True
