@@ -4,7 +4,8 @@ Each mask's blobs (8-connected components of its foreground, after the regions, 
 least :data:`MIN_BLOB_SHARE` of the frame) are the detections of a multi-object tracker,
 supervision's ByteTrack (docs/events.md says why that one); :class:`ObjectTracker` feeds
 it block by block and keeps only the tracks still open, so that a night of frames costs
-no more than a minute of them. A track that lasts at least ``min_frames`` frames is an
+no more than a minute of them. A track that lasts at least ``min_frames`` frames and
+whose centre gets :data:`MIN_TRAVEL` of the frame's diagonal from where it started is an
 *object*: its rows (frame, time, box) are handed out as they come (those of its first
 frames once it is confirmed), its summary (:class:`TrackedObject`) once it has been lost
 for longer than the tracker waits. Counting lines (:class:`CountLine`) count the objects'
@@ -14,6 +15,7 @@ crossings per direction, per hour.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from bpvideo.events.table import timecode
 
 __all__ = [
     "MIN_BLOB_SHARE",
+    "MIN_OBJECT_SECONDS",
     "OBJECT_COLUMNS",
     "TRACK_COLUMNS",
     "CountLine",
@@ -39,6 +42,17 @@ __all__ = [
 #: The smallest blob that is a detection, as a share of the frame (60 pixels of 320x240;
 #: chosen on the dev sequences, docs/events.md).
 MIN_BLOB_SHARE = 0.0008
+#: The side of the square that joins a body's parts before the blobs are found (0: none).
+CLOSE = 0
+#: The shortest object, in seconds (10 frames at 25 fps; docs/events.md).
+MIN_OBJECT_SECONDS = 0.4
+#: How far an object's centre must get from where it was first seen, as a share of the
+#: frame's diagonal: a blob that flickers in place (noise, a ghost) is not something that
+#: moved (docs/events.md).
+MIN_TRAVEL = 0.05
+#: Rows of ``tracks.csv`` a track holds until it is an object (the oldest are dropped
+#: beyond: a blob that stays put for hours costs no more).
+MAX_PENDING = 2000
 #: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate).
 LOST_FRAMES = 5
 #: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold).
@@ -52,12 +66,15 @@ TRACK_COLUMNS = ("object", "frame", "time", "x", "y", "w", "h")
 DIRECTIONS = ("left_to_right", "right_to_left")
 
 
-def blobs_of(mask: np.ndarray, min_area: int) -> tuple[np.ndarray, np.ndarray]:
+def blobs_of(mask: np.ndarray, min_area: int, close: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(boxes, areas)`` of the 8-connected blobs of an (H, W) bool mask with at least
-    ``min_area`` pixels: (b, 4) float ``x0, y0, x1, y1`` (x1, y1 exclusive) and (b,) int."""
+    ``min_area`` pixels: (b, 4) float ``x0, y0, x1, y1`` (x1, y1 exclusive) and (b,) int.
+    ``close``: the side of a square that closes gaps first (parts of one body joined)."""
     mask = np.ascontiguousarray(mask).view(np.uint8)
     if not cv2.countNonZero(mask):
         return np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
+    if close > 1:
+        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((close, close), np.uint8))
     _, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     stats = stats[1:][stats[1:, 4] >= min_area]
     boxes = stats[:, :4].astype(np.float64)
@@ -202,9 +219,11 @@ class _Track:
     """A track of the tracker, until it is an object or lost."""
 
     obj: TrackedObject
-    rows: list[dict[str, Any]] = field(default_factory=list)  # until confirmed
+    rows: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_PENDING))
     crossings: list[tuple[str, str, float]] = field(default_factory=list)  # until confirmed
     centre: tuple[float, float] | None = None
+    origin: tuple[float, float] = (0.0, 0.0)
+    travel: float = 0.0  # the farthest its centre got from its origin
     confirmed: bool = False
 
 
@@ -225,25 +244,33 @@ class ObjectTracker:
         The ``--roi`` regions, numbered from 1 in ``objects.csv``'s ``regions``.
     area : int, optional
         Pixels of the reported region (the frame without): an object's share.
+    min_share, match_iou, close : optional
+        :data:`MIN_BLOB_SHARE`, :data:`MATCH_IOU`, :data:`CLOSE` unless given (a
+        benchmark's candidates).
     """
 
     def __init__(self, fps: float, shape: tuple[int, int], min_frames: int,
                  lines: tuple[CountLine, ...] | list[CountLine] = (),
                  regions: tuple[np.ndarray, ...] | list[np.ndarray] = (),
-                 area: int | None = None) -> None:  # fmt: skip
+                 area: int | None = None, min_share: float | None = None,
+                 match_iou: float | None = None, close: int | None = None) -> None:  # fmt: skip
         import supervision as sv  # imported when used: it takes about a second
 
         self.fps = float(fps)
         self.min_frames = max(1, int(min_frames))
         self.lost = max(1, round(LOST_FRAMES * self.fps / 25.0))
-        self.min_area = max(1, round(MIN_BLOB_SHARE * shape[0] * shape[1]))
+        share = MIN_BLOB_SHARE if min_share is None else min_share
+        self.min_area = max(1, round(share * shape[0] * shape[1]))
+        self.match_iou = MATCH_IOU if match_iou is None else match_iou
+        self.close = CLOSE if close is None else close
+        self.travel = MIN_TRAVEL * math.hypot(*shape)
         self.area = max(1, int(area or shape[0] * shape[1]))
         self.regions = list(regions)
         self.counts = Counts(list(lines))
         self.tracker = sv.ByteTrack(
             track_activation_threshold=0.5,
             lost_track_buffer=self.lost,  # frame_rate 30: waits exactly this many frames
-            minimum_matching_threshold=1 - MATCH_IOU,
+            minimum_matching_threshold=1 - self.match_iou,
             frame_rate=30,
         )
         self._sv = sv
@@ -274,7 +301,7 @@ class ObjectTracker:
         return sorted(ended, key=lambda o: o.object)
 
     def _frame(self, number: int, time: float, mask: np.ndarray) -> list[dict[str, Any]]:
-        boxes, areas = blobs_of(mask, self.min_area)
+        boxes, areas = blobs_of(mask, self.min_area, self.close)
         n = len(boxes)
         detections = self._sv.Detections(xyxy=boxes, confidence=np.ones(n),
                                           class_id=np.zeros(n, dtype=int),
@@ -305,7 +332,7 @@ class ObjectTracker:
         if at is not None and len(boxes):
             overlap = _iou(box, boxes)
             best = int(np.argmax(overlap))
-            if overlap[best] >= MATCH_IOU:
+            if overlap[best] >= self.match_iou:
                 self._observe(track, at, boxes[best], int(areas[best]))
                 keep = np.arange(len(boxes)) != best
                 self._previous = (at, boxes[keep], areas[keep])
@@ -317,7 +344,9 @@ class ObjectTracker:
         centre = ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
         if track.centre is None:
             obj.first, obj.first_frame, obj.first_seconds = at.row, at.number, at.time
+            track.origin = centre
         else:
+            track.travel = max(track.travel, math.dist(track.origin, centre))
             obj.path += math.dist(track.centre, centre)
             for line in self.counts.lines:
                 way = line.crossing(track.centre, centre)
@@ -335,7 +364,7 @@ class ObjectTracker:
         obj.regions.update(i + 1 for i, r in enumerate(self.regions) if r[cy, cx])
         track.rows.append({"frame": at.number, "time": timecode(at.time), "x": x0, "y": y0,
                            "w": x1 - x0, "h": y1 - y0})  # fmt: skip
-        if not track.confirmed and obj.seen >= self.min_frames:
+        if not track.confirmed and obj.seen >= self.min_frames and track.travel >= self.travel:
             track.confirmed = True
             self.objects += 1
             obj.object = self.objects

@@ -14,8 +14,8 @@ import csv
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bpvideo.events.detect import frames_of
 from bpvideo.events.objects import (
+    MIN_OBJECT_SECONDS,
     OBJECT_COLUMNS,
     TRACK_COLUMNS,
     CountLine,
@@ -73,7 +73,7 @@ class ObjectsSink:
     source : FrameSource
         The frames (size, rate, mask numbers).
     settings : SeparateSettings
-        ``min_event`` (the shortest object), ``count_line``, the regions, ``step``.
+        ``events``, ``count_line``, the regions, ``step``.
     """
 
     def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> None:
@@ -87,7 +87,7 @@ class ObjectsSink:
         self.tracker = ObjectTracker(
             self.fps,
             shape,
-            frames_of(settings.min_event, self.fps, "min_event"),
+            max(1, round(MIN_OBJECT_SECONDS * self.fps)),
             count_lines(settings.count_line, settings.scale),
             [r for r in rois if r is not None],
             None if region is None else int(region.sum()),

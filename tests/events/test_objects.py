@@ -102,3 +102,11 @@ def test_a_step_beside_the_segment_does_not_cross_it():
 def test_bad_lines_are_refused(text: str):
     with pytest.raises(InputError, match="counting line"):
         parse_line(text)
+
+
+def test_a_blob_that_stays_put_is_no_object():
+    masks = np.zeros((60, H, W), dtype=bool)
+    masks[:, 50:62, 50:62] = True  # 60 frames, never moves
+    masks[::2, 50:62, 62] = True  # flickers by a column
+    tracker, rows, ended = track(masks)
+    assert tracker.objects == 0 and rows == [] and ended == []
