@@ -23,6 +23,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.events.detect import Event
 from bpvideo.events.table import timecode
 
 __all__ = [
@@ -384,11 +385,9 @@ class ObjectTracker:
         return [o for o in ended if o.object]
 
 
-def object_events(objects: list[TrackedObject]) -> list[Any]:
+def object_events(objects: list[TrackedObject]) -> list[Event]:
     """One event per object (``--events objects``): its first to its last frame, its
     largest share, the box of all its boxes; numbered by start."""
-    from bpvideo.events.detect import Event
-
     events = []
     ordered = sorted(objects, key=lambda o: (o.first, o.object))
     for i, o in enumerate(ordered, 1):
