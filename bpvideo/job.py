@@ -231,7 +231,8 @@ def run_job(
     if live:
         logger.info("wrote %d result folder(s) in %s", len(outcome.folders), out_path)
     else:
-        logger.info("wrote %s (%.2fs in all)", out_path, clock.total()["total"])
+        logger.info("wrote %s (%.2fs in all)%s", out_path, clock.total()["total"],
+                    _found(outcome.report, out_path))  # fmt: skip
     return outcome
 
 
@@ -349,6 +350,15 @@ def _saying_kept(error: BpvideoError, kept: list[Path], root: Path) -> BpvideoEr
     if "nothing was kept" in error.template:
         return retold(error, error.template.replace("nothing was kept", literal(said)))
     return retold(error, f"{error.template}; {literal(said)}")
+
+
+def _found(report: Report | None, out_path: Path) -> str:
+    """What the last log line says a result holds: events, objects, the report's path."""
+    if report is None or report.events is None:
+        return ""
+    events, objects = len(report.events), report.objects or 0
+    return (f": {events} event{'s' * (events != 1)}, {objects} object{'s' * (objects != 1)}; "
+            f"{Path(out_path) / 'report.html'}")  # fmt: skip
 
 
 def _outcome(results: ResultFolder | SegmentSink) -> Outcome:

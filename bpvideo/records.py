@@ -320,7 +320,8 @@ class Report:
     (frames of the input dropped or repeated by its reader: ``{"dropped", "repeated",
     "causes"}``, see :mod:`bpvideo.sources.accounting`), ``seconds``;
     ``learned`` (a learned background: where it was learned), ``evaluation`` (with ground
-    truth) and ``events`` (the rows of ``events.csv``) when there are some.
+    truth) and ``events`` (the rows of ``events.csv``) when there are some; ``objects``
+    (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder.
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -349,6 +350,8 @@ class Report:
     learned: dict[str, Any] | None = None
     evaluation: dict[str, Any] | None = None
     events: list[dict[str, Any]] | None = None
+    objects: int | None = None
+    counts: dict[str, Any] | None = None
     bpvideo_version: str = __version__
 
     @property
@@ -387,6 +390,10 @@ class Report:
         if self.events is not None:  # keys are only ever added: new ones go last
             out["events"] = self.events
         out["frames_lost"] = self.frames_lost
+        if self.objects is not None:
+            out["objects"] = self.objects
+        if self.counts is not None:
+            out["counts"] = self.counts
         return json.loads(json.dumps(out, default=_json_default))
 
     def __getitem__(self, key: str) -> Any:

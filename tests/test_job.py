@@ -93,7 +93,8 @@ def test_a_live_segment_holds_the_files_of_a_file_run(street, tmp_path):
     assert [p.name for p in segments] == sorted(p.name for p in segments if p.is_dir())
     assert len(segments) == 2  # 150 frames in segments of 3 s
     expected = _files(tmp_path / "file")
-    assert {"events.csv", "frames.csv", "report.html", "overlay.mp4", "clips"} <= expected
+    assert {"events.csv", "frames.csv", "report.html", "overlay.mp4", "clips", "objects.csv",
+            "tracks.csv"} <= expected  # fmt: skip
     shown = np.zeros((72, 96), bool)
     shown[36:, :48] = True  # the excluded corner
     for folder in segments:
@@ -102,6 +103,7 @@ def test_a_live_segment_holds_the_files_of_a_file_run(street, tmp_path):
         assert summary["frames"] == 75
         events = (folder / "events.csv").read_text().splitlines()
         assert len(summary["events"]) == len(events) - 1
+        assert summary["objects"] == len((folder / "objects.csv").read_text().splitlines()) - 1
         assert len(list((folder / "clips").glob("event_*.mp4"))) == len(summary["events"])
         masks = read_masks(folder / "masks") > 0
         assert masks.any() and not masks[:, shown].any()

@@ -80,7 +80,7 @@ def settings_options(func: Callable) -> Callable:
                 default=None,
                 help=help_text if default != () else spec.help,
                 metavar=spec.metavar,
-                multiple=spec.kind == "regions",
+                multiple=spec.kind in ("regions", "lines"),
             )(func)
     return func
 

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from bpvideo.limits import MAX_FRAMES
 from bpvideo.settings.spec import option
 
-__all__ = ["EventSettings"]
+__all__ = ["EVENT_MODES", "EventSettings"]
+
+#: The values of ``--events``.
+EVENT_MODES = ("activity", "objects")
 
 
 @dataclass
@@ -53,6 +56,24 @@ class EventSettings:
         low=0,
         limit=MAX_FRAMES,
         metavar="N|TIME",
+    )
+    events: str = option(
+        "activity",
+        "str",
+        "What an event is: 'activity' (stretches of frames with foreground above "
+        "--event-threshold) or 'objects' (each tracked object, from objects.csv; "
+        "docs/events.md).",
+        choices=EVENT_MODES,
+        metavar="MODE",
+        arrays=False,
+    )
+    count_line: tuple[str, ...] = option(
+        (),
+        "lines",
+        "Count the objects crossing the line 'x1,y1 x2,y2' (pixels of the input), per "
+        "direction, in summary.json's counts; repeatable.",
+        metavar="LINE",
+        arrays=False,
     )
     roi: tuple[str, ...] = option(
         (),

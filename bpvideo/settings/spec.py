@@ -24,12 +24,13 @@ class Spec:
     Attributes
     ----------
     kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window", "span", \
-"time", "regions"}
+"time", "regions", "lines"}
         Value type. "threshold" and "scale" are a float within the bounds or the string
         "auto"; "window" is an integer within the bounds or the string "auto"; "span" is
         ``START:END`` (:func:`parse_span`); "time" a frame number or a time
         (:func:`parse_time`); "regions" a tuple of region specs (repeatable on the
-        command line, see :mod:`bpvideo.events.regions`).
+        command line, see :mod:`bpvideo.events.regions`); "lines" a tuple of counting
+        lines ``"x1,y1 x2,y2"`` (repeatable, :func:`bpvideo.events.objects.parse_line`).
     help : str
         One-line help text (also the CLI help).
     low, high : float or None
@@ -137,6 +138,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         return _check_reference(name, value)
     if kind == "regions":
         return _check_regions(name, value)
+    if kind == "lines":
+        return _check_lines(name, value)
     if kind in ("threshold", "scale", "window") and isinstance(value, str):
         if value.strip().lower() == "auto":
             return "auto"
@@ -165,6 +168,18 @@ def _check_reference(name: str, value: Any) -> str:
     if ":" in value and all(p.strip().isdigit() or not p.strip() for p in value.split(":", 1)):
         return format_span(parse_span(value, name))
     return value
+
+
+def _check_lines(name: str, value: Any) -> tuple[str, ...]:
+    """Counting lines (``count_line``): one ``"x1,y1 x2,y2"`` or a list of them, checked."""
+    from bpvideo.events.objects import parse_line
+
+    lines = [value] if isinstance(value, str) else value
+    if not isinstance(lines, (list, tuple)):
+        raise _bad(name, value, "must be a line 'x1,y1 x2,y2' or a list of them")
+    for line in lines:
+        parse_line(line, name)
+    return tuple(lines)
 
 
 def _check_regions(name: str, value: Any) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from bpvideo.sinks.event_report import thumbnail
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.settings import SeparateSettings
+    from bpvideo.sources.files import FrameSource
 
 __all__ = [
     "FRAME_COLUMNS",
@@ -30,6 +31,7 @@ __all__ = [
     "Series",
     "Thumbnails",
     "batch_events_csv",
+    "block_times",
     "event_options",
     "events_csv",
     "frame_times",
@@ -48,6 +50,21 @@ def frame_times(numbers: Any, fps: float) -> np.ndarray:
     """(k,) seconds of frames by mask number at the input's own rate: ``(number - 1) / fps``
     (mask numbers count from 1 for videos; folders: the number in the frame's name)."""
     return (np.asarray(numbers, dtype=np.float64) - 1.0) / fps
+
+
+def block_times(
+    source: FrameSource, frames: list[int], numbers: list[int], fps: float
+) -> np.ndarray:
+    """(k,) seconds of a block's frames: a video's own timestamps where the decoder gave
+    them (a variable frame rate is kept), else the time of each mask number at the input's
+    rate (:func:`~bpvideo.sinks.event_stream.frame_times`: folders count from their frames'
+    numbers, as the ground truth of a sequence does)."""
+    times = frame_times(numbers, fps)
+    if source.numbering != "index":
+        return times
+    known = getattr(source, "times", {})
+    return np.array([t if (v := known.get(f)) is None else v
+                     for f, t in zip(frames, times.tolist(), strict=True)])  # fmt: skip
 
 
 def _csv(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> bytes:

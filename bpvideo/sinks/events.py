@@ -15,12 +15,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.sinks.clips import cut_clip, keyframe_at
 from bpvideo.sinks.event_report import draw_foreground, report_html
-from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
+from bpvideo.sinks.event_stream import EventStream, block_times, event_options, events_csv
+from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
 from bpvideo.sinks.writers import VideoStream
 from bpvideo.sources.regions import region_mask
@@ -36,6 +35,7 @@ __all__ = [
     "OverlaySink",
     "ReportSink",
     "TableSink",
+    "busy_scene",
     "event_sinks",
     "report_facts",
 ]
@@ -59,11 +59,16 @@ class EventsSink:
         The frames (size, rate, mask numbers).
     settings : SeparateSettings
         The event options, regions and ``step``.
+    objects : ObjectsSink, optional
+        The objects (closed before this sink): the events with ``--events objects``.
     """
 
-    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> None:
+    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings,
+                 objects: ObjectsSink | None = None) -> None:  # fmt: skip
         self.outdir = outdir
         self.source = source
+        self.objects = objects
+        self.mode = settings.events
         self.fps = source.fps * settings.step  # the input's own rate: times of mask numbers
         region = region_mask(settings.roi, settings.exclude, (source.height, source.width),
                              settings.scale)  # fmt: skip
@@ -83,6 +88,10 @@ class EventsSink:
     def close(self) -> None:
         """Find the last events; stage ``events.csv`` (``frames.csv`` is written)."""
         self.events = self.stream.finish()
+        if self.mode == "objects" and self.objects is not None:
+            self.events = self.objects.events()
+        else:
+            busy_scene(self.events, self.stream.frames)
         atomic_write_bytes(self.outdir.stage("events.csv"), events_csv(self.events))
 
     def abort(self) -> None:
@@ -311,19 +320,23 @@ class TableSink:
         """Nothing to stop."""
 
 
-def block_times(
-    source: FrameSource, frames: list[int], numbers: list[int], fps: float
-) -> np.ndarray:
-    """(k,) seconds of a block's frames: a video's own timestamps where the decoder gave
-    them (a variable frame rate is kept), else the time of each mask number at the input's
-    rate (:func:`~bpvideo.sinks.event_stream.frame_times`: folders count from their frames'
-    numbers, as the ground truth of a sequence does)."""
-    times = frame_times(numbers, fps)
-    if source.numbering != "index":
-        return times
-    known = getattr(source, "times", {})
-    return np.array([t if (v := known.get(f)) is None else v
-                     for f, t in zip(frames, times.tolist(), strict=True)])  # fmt: skip
+#: The share of the frames one event may span before the log calls the scene busy, and
+#: the seconds it must last (a clip of a few seconds is one event by nature).
+BUSY_SHARE, BUSY_SECONDS = 0.8, 10.0
+
+
+def busy_scene(events: list[Event], frames: int) -> None:
+    """Log one line when an activity event spans most of the input (a road, a shop: the
+    events say little there)."""
+    longest = max(events, key=lambda e: e.last - e.first, default=None)
+    if longest is None or longest.duration < BUSY_SECONDS:
+        return
+    if longest.last - longest.first + 1 > BUSY_SHARE * frames:
+        logger.warning(
+            "busy scene: one event spans %d %% of the frames; for what moved, try --events "
+            "objects (objects.csv), a region (--roi/--exclude) or a higher --event-threshold",
+            round(100 * (longest.last - longest.first + 1) / frames),
+        )
 
 
 def report_facts(name: str, frames: int, width: int, height: int, fps: float) -> dict[str, Any]:
@@ -332,9 +345,10 @@ def report_facts(name: str, frames: int, width: int, height: int, fps: float) ->
 
 
 def event_sinks(outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> list[Any]:
-    """The event sinks of a run, in the order they are closed: events first."""
-    events = EventsSink(outdir, source, settings)
-    sinks: list[Any] = [events]
+    """The event sinks of a run, in the order they are closed: objects, then events."""
+    objects = ObjectsSink(outdir, source, settings)
+    events = EventsSink(outdir, source, settings, objects)
+    sinks: list[Any] = [objects, events]
     if settings.overlay:
         sinks.append(OverlaySink(outdir, events, settings))
     if settings.clips:

@@ -3,7 +3,8 @@
 
 The folder's files are those of :mod:`bpvideo.sinks.table`: the videos, masks and still
 (:class:`~bpvideo.sinks.folder.FolderSink`), the events, frame table, overlay, clips and
-report (:mod:`bpvideo.sinks.events`), the evaluation against ground truth, and
+report (:mod:`bpvideo.sinks.events`), the objects and their tracks
+(:mod:`bpvideo.sinks.objects`), the evaluation against ground truth, and
 ``summary.json`` (:class:`~bpvideo.sinks.summary.ReportBuilder`), written last. Everything
 is staged in the output directory's staging folder and committed when the sink closes
 (:class:`~bpvideo.sinks.outputs.OutputDir`): a closed folder is complete, an aborted one
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bpvideo.records import Block, Plan, Report, Stopwatch, WindowReport
-from bpvideo.sinks.events import event_sinks
+from bpvideo.sinks.events import EventsSink, event_sinks
 from bpvideo.sinks.folder import FolderSink
+from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, write_json
 from bpvideo.sinks.summary import ReportBuilder
 from bpvideo.sinks.table import SUMMARY, output_names
@@ -130,7 +132,12 @@ class ResultFolder:
                 evaluation=None if self.evaluate is None else self.evaluate(self.outdir),
             )
             report.seconds = self.clock.total()
-            report.events = self.sinks[1].rows()
+            for sink in self.sinks:
+                if isinstance(sink, EventsSink):
+                    report.events = sink.rows()
+                if isinstance(sink, ObjectsSink):
+                    facts = sink.summary()
+                    report.objects, report.counts = facts["objects"], facts.get("counts")
             write_json(self.outdir.stage(SUMMARY), report.to_dict())
             self.outdir.commit()
         except BaseException as exc:

@@ -80,6 +80,8 @@ OUTPUTS: tuple[Output, ...] = (
     ),
     Output("events", "events.csv", "EventsSink", "close", "every event, once the last ended"),
     Output("frames", "frames.csv", "EventsSink", "blocks", "one row per frame"),
+    Output("objects", "objects.csv", "ObjectsSink", "blocks", "one row per object, as each ends"),
+    Output("tracks", "tracks.csv", "ObjectsSink", "blocks", "one row per object per frame"),
     Output("report", "report.html", "ReportSink", "close", "written whole"),
     Output("overlay", "overlay.mp4", "OverlaySink", "blocks", _ENCODED, lambda s: bool(s.overlay)),
     Output(

@@ -114,7 +114,13 @@ def test_logfile_gets_time_stamped_records_even_when_quiet(
     lines = log.read_text().splitlines()
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO "
     assert re.fullmatch(stamp + r"read 24 frames of 48x36 from .*tiny\.mkv \(.*", lines[0])
-    assert re.fullmatch(stamp + f"wrote {tmp_path / 'o'} " + r"\(.*s in all\)", lines[-1])
+    assert re.fullmatch(
+        stamp
+        + f"wrote {tmp_path / 'o'} "
+        + r"\(.*s in all\): \d+ events?, "
+        + rf"\d+ objects?; {tmp_path / 'o' / 'report.html'}",
+        lines[-1],
+    )
     res = run_cli("separate", tiny_clip, "-o", tmp_path / "p", "-v", "--logfile", log)
     assert res.code == 0 and "iter      residual" in log.read_text()  # -v: debug too, appended
     assert log.read_text().count(" INFO read 24 frames") == 2

@@ -1,0 +1,399 @@
+"""Objects: the foreground blobs of the masks linked across frames into tracks (no I/O).
+
+Each mask's blobs (8-connected components of its foreground, after the regions, of at
+least :data:`MIN_BLOB_SHARE` of the frame) are the detections of a multi-object tracker,
+supervision's ByteTrack (docs/events.md says why that one); :class:`ObjectTracker` feeds
+it block by block and keeps only the tracks still open, so that a night of frames costs
+no more than a minute of them. A track that lasts at least ``min_frames`` frames and
+whose centre gets :data:`MIN_TRAVEL` of the frame's diagonal from where it started is an
+*object*: its rows (frame, time, box) are handed out as they come (those of its first
+frames once it is confirmed), its summary (:class:`TrackedObject`) once it has been lost
+for longer than the tracker waits. Counting lines (:class:`CountLine`) count the objects'
+crossings per direction, per hour.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import cv2
+import numpy as np
+
+from bpvideo.errors import InputError
+from bpvideo.events.detect import Event
+from bpvideo.events.table import timecode
+
+__all__ = [
+    "MIN_BLOB_SHARE",
+    "MIN_OBJECT_SECONDS",
+    "OBJECT_COLUMNS",
+    "TRACK_COLUMNS",
+    "CountLine",
+    "Counts",
+    "ObjectTracker",
+    "TrackedObject",
+    "blobs_of",
+    "object_events",
+    "parse_line",
+]
+
+#: The smallest blob that is a detection, as a share of the frame (60 pixels of 320x240;
+#: chosen on the dev sequences, docs/events.md).
+MIN_BLOB_SHARE = 0.0008
+#: The side of the square that joins a body's parts before the blobs are found (0: none).
+CLOSE = 0
+#: The shortest object, in seconds (10 frames at 25 fps; docs/events.md).
+MIN_OBJECT_SECONDS = 0.4
+#: How far an object's centre must get from where it was first seen, as a share of the
+#: frame's diagonal: a blob that flickers in place (noise, a ghost) is not something that
+#: moved (docs/events.md).
+MIN_TRAVEL = 0.05
+#: Rows of ``tracks.csv`` a track holds until it is an object (the oldest are dropped
+#: beyond: a blob that stays put for hours costs no more).
+MAX_PENDING = 2000
+#: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate).
+LOST_FRAMES = 5
+#: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold).
+MATCH_IOU = 0.2
+#: The columns of ``objects.csv``.
+OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
+                  "duration", "x", "y", "w", "h", "area", "speed", "regions")  # fmt: skip
+#: The columns of ``tracks.csv``.
+TRACK_COLUMNS = ("object", "frame", "time", "x", "y", "w", "h")
+#: The two directions of a counting line.
+DIRECTIONS = ("left_to_right", "right_to_left")
+
+
+def blobs_of(mask: np.ndarray, min_area: int, close: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(boxes, areas)`` of the 8-connected blobs of an (H, W) bool mask with at least
+    ``min_area`` pixels: (b, 4) float ``x0, y0, x1, y1`` (x1, y1 exclusive) and (b,) int.
+    ``close``: the side of a square that closes gaps first (parts of one body joined)."""
+    mask = np.ascontiguousarray(mask).view(np.uint8)
+    if not cv2.countNonZero(mask):
+        return np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
+    if close > 1:
+        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((close, close), np.uint8))
+    _, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    stats = stats[1:][stats[1:, 4] >= min_area]
+    boxes = stats[:, :4].astype(np.float64)
+    boxes[:, 2:] += boxes[:, :2]
+    return boxes, stats[:, 4].astype(np.int64)
+
+
+def parse_line(text: str, name: str = "count_line") -> tuple[float, float, float, float]:
+    """``x1, y1, x2, y2`` of a counting line ``"x1,y1 x2,y2"`` (pixels of the input).
+
+    Examples
+    --------
+    >>> parse_line("0,120 320,120")
+    (0.0, 120.0, 320.0, 120.0)
+    """
+    try:
+        points = [tuple(float(v) for v in p.split(",")) for p in str(text).split()]
+        ok = len(points) == 2 and all(len(p) == 2 and all(map(math.isfinite, p)) for p in points)
+    except ValueError:
+        ok = False
+    if not ok or points[0] == points[1]:
+        raise InputError(
+            f"{{{name}}}={text!r}: a counting line is two distinct points 'x1,y1 x2,y2' in "
+            "pixels of the input",
+            option=(name, text),
+        )
+    (x1, y1), (x2, y2) = points
+    return x1, y1, x2, y2
+
+
+@dataclass
+class CountLine:
+    """A counting line from ``a`` to ``b`` (pixels of the masks); :meth:`crossing` says
+    whether a step of an object's centre crosses it, and which way: ``left_to_right`` is
+    from the left of the line to its right as seen on screen looking from ``a`` to ``b``
+    (a line drawn left to right counts objects moving down as ``left_to_right``)."""
+
+    name: str
+    a: tuple[float, float]
+    b: tuple[float, float]
+
+    def _side(self, p: tuple[float, float]) -> float:
+        (ax, ay), (bx, by) = self.a, self.b
+        return (bx - ax) * (p[1] - ay) - (by - ay) * (p[0] - ax)
+
+    def crossing(self, p: tuple[float, float], q: tuple[float, float]) -> str | None:
+        """The direction in which the step from ``p`` to ``q`` crosses the segment, or None
+        (a step that ends on the line counts; one that starts on it does not)."""
+        sp, sq = self._side(p), self._side(q)
+        if sp == 0 or (sq != 0 and (sp > 0) == (sq > 0)):
+            return None
+        mover = CountLine("", p, q)
+        sa, sb = mover._side(self.a), mover._side(self.b)
+        if sa * sb > 0:
+            return None  # the step crosses the line's extension, not the segment
+        return "left_to_right" if sp < 0 else "right_to_left"
+
+
+@dataclass
+class Counts:
+    """Crossings per line and direction, and per hour of the input's time."""
+
+    lines: list[CountLine]
+    total: dict[str, dict[str, int]] = field(default_factory=dict)
+    hours: dict[str, dict[int, dict[str, int]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for line in self.lines:
+            self.total[line.name] = dict.fromkeys(DIRECTIONS, 0)
+            self.hours[line.name] = {}
+
+    def add(self, line: str, direction: str, seconds: float) -> None:
+        """One crossing of ``line`` at ``seconds``."""
+        self.total[line][direction] += 1
+        hour = self.hours[line].setdefault(int(seconds // 3600), dict.fromkeys(DIRECTIONS, 0))
+        hour[direction] += 1
+
+    def summary(self, seconds: float) -> dict[str, Any]:
+        """summary.json's ``counts``: per line, per direction; per hour on inputs longer
+        than an hour (``seconds``)."""
+        out: dict[str, Any] = {}
+        for name, total in self.total.items():
+            out[name] = dict(total)
+            if seconds > 3600:
+                hours = sorted(self.hours[name].items())
+                out[name]["per_hour"] = [{"hour": h, **v} for h, v in hours]
+        return out
+
+
+@dataclass
+class TrackedObject:
+    """One object (a row of ``objects.csv``); ``first``/``last`` are rows of the frame table."""
+
+    object: int = 0
+    first: int = 0
+    last: int = 0
+    first_frame: int = 0
+    last_frame: int = 0
+    first_seconds: float = 0.0
+    last_end: float = 0.0
+    box: tuple[int, int, int, int] = (0, 0, 0, 0)  # x, y, w, h at its largest
+    union: list[float] = field(default_factory=list)  # x0, y0, x1, y1 of all its boxes
+    area: int = 0
+    share: float = 0.0  # its largest area over the frame or region
+    path: float = 0.0  # pixels its centre moved
+    regions: set[int] = field(default_factory=set)
+    seen: int = 0
+
+    def row(self) -> dict[str, Any]:
+        """The row of ``objects.csv``."""
+        duration = max(0.0, self.last_end - self.first_seconds)
+        x, y, w, h = self.box
+        return {"object": self.object, "first_frame": self.first_frame,
+                "last_frame": self.last_frame, "first_time": timecode(self.first_seconds),
+                "last_time": timecode(self.last_end), "duration": round(duration, 3),
+                "x": x, "y": y, "w": w, "h": h, "area": self.area,
+                "speed": round(self.path / duration, 2) if duration > 0 else 0.0,
+                "regions": " ".join(str(r) for r in sorted(self.regions))}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _At:
+    """A frame: its row of the frame table, mask number, start and end (seconds)."""
+
+    row: int
+    number: int
+    time: float
+    end: float
+
+
+def _iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(b,) intersection over union of ``box`` with each of ``boxes`` (``x0, y0, x1, y1``)."""
+    w = np.clip(np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]), 0, None)
+    h = np.clip(np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]), 0, None)
+    inter = w * h
+    area = lambda b: (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])  # noqa: E731
+    return inter / np.maximum(area(box) + area(boxes) - inter, 1e-9)
+
+
+@dataclass
+class _Track:
+    """A track of the tracker, until it is an object or lost."""
+
+    obj: TrackedObject
+    rows: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_PENDING))
+    crossings: list[tuple[str, str, float]] = field(default_factory=list)  # until confirmed
+    centre: tuple[float, float] | None = None
+    origin: tuple[float, float] = (0.0, 0.0)
+    travel: float = 0.0  # the farthest its centre got from its origin
+    confirmed: bool = False
+
+
+class ObjectTracker:
+    """Objects of masks handed over block by block (:meth:`add`, then :meth:`finish`).
+
+    Parameters
+    ----------
+    fps : float
+        The input's own rate (a lost track waits :data:`LOST_FRAMES` at 25 fps).
+    shape : (int, int)
+        ``(H, W)`` of the masks.
+    min_frames : int
+        Frames a track must last to be an object.
+    lines : sequence of CountLine
+        Counting lines.
+    regions : sequence of (H, W) bool ndarray
+        The ``--roi`` regions, numbered from 1 in ``objects.csv``'s ``regions``.
+    area : int, optional
+        Pixels of the reported region (the frame without): an object's share.
+    min_share, match_iou, close : optional
+        :data:`MIN_BLOB_SHARE`, :data:`MATCH_IOU`, :data:`CLOSE` unless given (a
+        benchmark's candidates).
+    """
+
+    def __init__(self, fps: float, shape: tuple[int, int], min_frames: int,
+                 lines: tuple[CountLine, ...] | list[CountLine] = (),
+                 regions: tuple[np.ndarray, ...] | list[np.ndarray] = (),
+                 area: int | None = None, min_share: float | None = None,
+                 match_iou: float | None = None, close: int | None = None) -> None:  # fmt: skip
+        import supervision as sv  # imported when used: it takes about a second
+
+        self.fps = float(fps)
+        self.min_frames = max(1, int(min_frames))
+        self.lost = max(1, round(LOST_FRAMES * self.fps / 25.0))
+        share = MIN_BLOB_SHARE if min_share is None else min_share
+        self.min_area = max(1, round(share * shape[0] * shape[1]))
+        self.match_iou = MATCH_IOU if match_iou is None else match_iou
+        self.close = CLOSE if close is None else close
+        self.travel = MIN_TRAVEL * math.hypot(*shape)
+        self.area = max(1, int(area or shape[0] * shape[1]))
+        self.regions = list(regions)
+        self.counts = Counts(list(lines))
+        self.tracker = sv.ByteTrack(
+            track_activation_threshold=0.5,
+            lost_track_buffer=self.lost,  # frame_rate 30: waits exactly this many frames
+            minimum_matching_threshold=1 - self.match_iou,
+            frame_rate=30,
+        )
+        self._sv = sv
+        self.open: dict[int, _Track] = {}
+        self.objects = 0  #: objects confirmed so far
+        self.row = 0
+        self.end = 0.0  # the end of the last frame, in seconds
+        #: The frame before: its detections that no track took (where new tracks start).
+        none = (None, np.zeros((0, 4)), np.zeros(0, np.int64))
+        self._previous: tuple[_At | None, np.ndarray, np.ndarray] = none
+
+    def add(self, numbers: Any, times: Any, masks: np.ndarray
+            ) -> tuple[list[dict[str, Any]], list[TrackedObject]]:  # fmt: skip
+        """The next masks (k, H, W) bool, their mask numbers and times (seconds): the rows of
+        ``tracks.csv`` they make and the objects that ended."""
+        rows: list[dict[str, Any]] = []
+        ended: list[TrackedObject] = []
+        for number, time, mask in zip(numbers, times, masks, strict=True):
+            rows += self._frame(int(number), float(time), mask)
+            ended += self._lost()
+            self.row += 1
+        return rows, ended
+
+    def finish(self) -> list[TrackedObject]:
+        """The objects still open, ended with the input."""
+        ended = [t.obj for t in self.open.values() if t.confirmed]
+        self.open.clear()
+        return sorted(ended, key=lambda o: o.object)
+
+    def _frame(self, number: int, time: float, mask: np.ndarray) -> list[dict[str, Any]]:
+        boxes, areas = blobs_of(mask, self.min_area, self.close)
+        n = len(boxes)
+        detections = self._sv.Detections(xyxy=boxes, confidence=np.ones(n),
+                                          class_id=np.zeros(n, dtype=int),
+                                          data={"area": areas, "index": np.arange(n)})  # fmt: skip
+        tracked = self.tracker.update_with_detections(detections)
+        at = _At(self.row, number, time, time + 1.0 / self.fps)
+        self.end = at.end
+        rows: list[dict[str, Any]] = []
+        matched = set()
+        if len(tracked):
+            matched = set(tracked.data["index"].tolist())
+            for key, box, area in zip(tracked.tracker_id, tracked.xyxy, tracked.data["area"],
+                                      strict=True):  # fmt: skip
+                track = self.open.get(int(key))
+                if track is None:
+                    track = self.open[int(key)] = self._new_track(box)
+                rows += self._observe(track, at, box, int(area))
+        unmatched = [i for i in range(len(boxes)) if i not in matched]
+        self._previous = (at, boxes[unmatched], areas[unmatched])
+        return rows
+
+    def _new_track(self, box: np.ndarray) -> _Track:
+        """A track ByteTrack reports for the first time: it was started on a detection of
+        the frame before (reported from its second frame on: the first frame of the input
+        excepted), which is taken back as its first row."""
+        track = _Track(TrackedObject(first=self.row))
+        at, boxes, areas = self._previous
+        if at is not None and len(boxes):
+            overlap = _iou(box, boxes)
+            best = int(np.argmax(overlap))
+            if overlap[best] >= self.match_iou:
+                self._observe(track, at, boxes[best], int(areas[best]))
+                keep = np.arange(len(boxes)) != best
+                self._previous = (at, boxes[keep], areas[keep])
+        return track
+
+    def _observe(self, track: _Track, at: _At, box: np.ndarray, area: int) -> list[dict[str, Any]]:
+        obj = track.obj
+        x0, y0, x1, y1 = (round(float(v)) for v in box)
+        centre = ((x0 + x1) / 2.0, (y0 + y1) / 2.0)
+        if track.centre is None:
+            obj.first, obj.first_frame, obj.first_seconds = at.row, at.number, at.time
+            track.origin = centre
+        else:
+            track.travel = max(track.travel, math.dist(track.origin, centre))
+            obj.path += math.dist(track.centre, centre)
+            for line in self.counts.lines:
+                way = line.crossing(track.centre, centre)
+                if way is not None:
+                    track.crossings.append((line.name, way, at.time))
+        track.centre = centre
+        obj.last, obj.last_frame, obj.last_end = at.row, at.number, at.end
+        obj.seen += 1
+        if area > obj.area:
+            obj.area, obj.box, obj.share = area, (x0, y0, x1 - x0, y1 - y0), area / self.area
+        u = obj.union
+        obj.union = [x0, y0, x1, y1] if not u else [min(u[0], x0), min(u[1], y0),
+                                                     max(u[2], x1), max(u[3], y1)]  # fmt: skip
+        cx, cy = int(centre[0]), int(centre[1])  # inside the frame: the box is
+        obj.regions.update(i + 1 for i, r in enumerate(self.regions) if r[cy, cx])
+        track.rows.append({"frame": at.number, "time": timecode(at.time), "x": x0, "y": y0,
+                           "w": x1 - x0, "h": y1 - y0})  # fmt: skip
+        if not track.confirmed and obj.seen >= self.min_frames and track.travel >= self.travel:
+            track.confirmed = True
+            self.objects += 1
+            obj.object = self.objects
+        if not track.confirmed:
+            return []
+        for name, way, when in track.crossings:
+            self.counts.add(name, way, when)
+        track.crossings.clear()
+        rows = [{"object": obj.object, **r} for r in track.rows]
+        track.rows.clear()
+        return rows
+
+    def _lost(self) -> list[TrackedObject]:
+        """Close the tracks not seen for longer than the tracker waits."""
+        gone = [k for k, t in self.open.items() if self.row - t.obj.last > self.lost]
+        ended = [self.open.pop(k).obj for k in gone]
+        return [o for o in ended if o.object]
+
+
+def object_events(objects: list[TrackedObject]) -> list[Event]:
+    """One event per object (``--events objects``): its first to its last frame, its
+    largest share, the box of all its boxes; numbered by start."""
+    events = []
+    ordered = sorted(objects, key=lambda o: (o.first, o.object))
+    for i, o in enumerate(ordered, 1):
+        x0, y0, x1, y1 = (int(v) for v in o.union)
+        events.append(Event(i, o.first_frame, o.last_frame, timecode(o.first_seconds),
+                            timecode(o.last_end), round(o.last_end - o.first_seconds, 3),
+                            round(o.share, 6), x0, y0, x1 - x0, y1 - y0, o.first_seconds,
+                            o.last_end, o.first, o.last))  # fmt: skip
+    return events

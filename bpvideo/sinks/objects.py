@@ -1,0 +1,145 @@
+"""The object outputs of a run: ``objects.csv`` and ``tracks.csv`` (:class:`ObjectsSink`).
+
+The objects are found by :class:`bpvideo.events.objects.ObjectTracker` (blobs of the masks
+linked by ByteTrack); both files are written row by row as the blocks come (a track's rows
+once it is an object, an object's row once it has ended: in the order objects end), so
+that memory holds only the tracks still open. ``summary.json`` gets the number of objects
+and the counts of the counting lines (:meth:`ObjectsSink.summary`); with ``--events
+objects`` the events are the objects (:meth:`ObjectsSink.events`).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bpvideo.events.objects import (
+    MIN_OBJECT_SECONDS,
+    OBJECT_COLUMNS,
+    TRACK_COLUMNS,
+    CountLine,
+    ObjectTracker,
+    TrackedObject,
+    object_events,
+    parse_line,
+)
+from bpvideo.sinks.event_stream import block_times
+from bpvideo.sources.regions import region_mask
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bpvideo.events import Event
+    from bpvideo.records import Block
+    from bpvideo.settings import SeparateSettings
+    from bpvideo.sinks.outputs import OutputDir
+    from bpvideo.sources.files import FrameSource
+
+__all__ = ["ObjectsSink", "count_lines"]
+
+
+def count_lines(specs: tuple[str, ...] | list[str], scale: float = 1.0) -> list[CountLine]:
+    """The counting lines of ``--count-line`` specs, in pixels of the masks (``scale``:
+    the masks' size over the input's); named as typed."""
+    lines = []
+    for spec in specs:
+        x1, y1, x2, y2 = parse_line(spec)
+        lines.append(CountLine(" ".join(str(spec).split()), (x1 * scale, y1 * scale),
+                               (x2 * scale, y2 * scale)))  # fmt: skip
+    return lines
+
+
+class _Rows:
+    """A CSV file written row by row."""
+
+    def __init__(self, path: Path, columns: tuple[str, ...]) -> None:
+        self.handle = open(path, "w", newline="")
+        self.writer = csv.DictWriter(self.handle, fieldnames=list(columns), lineterminator="\n")
+        self.writer.writeheader()
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self.writer.writerows(rows)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class ObjectsSink:
+    """``objects.csv`` and ``tracks.csv``; the objects' events, count and line counts.
+
+    Parameters
+    ----------
+    outdir : OutputDir
+        The output directory (entered).
+    source : FrameSource
+        The frames (size, rate, mask numbers).
+    settings : SeparateSettings
+        ``events``, ``count_line``, the regions, ``step``.
+    """
+
+    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> None:
+        self.outdir = outdir
+        self.source = source
+        self.settings = settings
+        self.fps = source.fps * settings.step
+        shape = (source.height, source.width)
+        region = region_mask(settings.roi, settings.exclude, shape, settings.scale)
+        rois = [region_mask([r], [], shape, settings.scale) for r in settings.roi]
+        self.tracker = ObjectTracker(
+            self.fps,
+            shape,
+            max(1, round(MIN_OBJECT_SECONDS * self.fps)),
+            count_lines(settings.count_line, settings.scale),
+            [r for r in rois if r is not None],
+            None if region is None else int(region.sum()),
+        )
+        self.ended: list[TrackedObject] = []  # kept for --events objects only
+        self.keep = settings.events == "objects"
+        self.seconds = 0.0  # the input's time so far
+        self.objects: _Rows | None = None
+        self.tracks: _Rows | None = None
+
+    def open(self) -> None:
+        """Start both files."""
+        self.objects = _Rows(self.outdir.stage("objects.csv"), OBJECT_COLUMNS)
+        self.tracks = _Rows(self.outdir.stage("tracks.csv"), TRACK_COLUMNS)
+
+    def write(self, block: Block) -> None:
+        """Track the block's blobs; write the rows they make."""
+        assert self.objects is not None and self.tracks is not None
+        numbers = [self.source.mask_number(n) for n in block.numbers]
+        times = block_times(self.source, block.numbers, numbers, self.fps)
+        rows, ended = self.tracker.add(numbers, times, block.masks)
+        self.tracks.write(rows)
+        self._ended(ended)
+        if len(times):
+            self.seconds = float(times[-1]) + 1.0 / self.fps
+
+    def _ended(self, ended: list[TrackedObject]) -> None:
+        assert self.objects is not None
+        self.objects.write([o.row() for o in ended])
+        if self.keep:
+            self.ended += ended
+
+    def close(self) -> None:
+        """Write the objects still open; close both files."""
+        assert self.objects is not None and self.tracks is not None
+        self._ended(self.tracker.finish())
+        self.objects.close()
+        self.tracks.close()
+
+    def abort(self) -> None:
+        """Close both files (left to the staging folder's fate)."""
+        for rows in (self.objects, self.tracks):
+            if rows is not None:
+                rows.close()
+
+    def events(self) -> list[Event]:
+        """One event per object (``--events objects``), after :meth:`close`."""
+        return object_events(self.ended)
+
+    def summary(self) -> dict[str, Any]:
+        """summary.json's ``objects`` and (with counting lines) ``counts``."""
+        out: dict[str, Any] = {"objects": self.tracker.objects}
+        if self.tracker.counts.lines:
+            out["counts"] = self.tracker.counts.summary(self.seconds)
+        return out
