@@ -1,5 +1,6 @@
 """The compiled match of :meth:`bpvideo.masks.appearances.Appearances.unexplained` (numba,
-optional: ``bpvideo[fast]``); the numpy path computes the same answer (tested)."""
+a dependency; ``BPVIDEO_NUMBA=0`` turns it off); the numpy path computes the same answer
+(tested)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
+
+from bpvideo.solvers.backends.compile_log import watch_compiles
+
+watch_compiles()
 
 __all__ = ["SPLIT_FROM", "THREADS", "unmatched"]
 

@@ -1,4 +1,5 @@
-"""The numba backend: compiled kernels of the best-pair solver (optional: ``bpvideo[fast]``).
+"""The numba backend: compiled kernels of the best-pair solver (numba: a dependency
+since issue 39; ``BPVIDEO_NUMBA=0`` turns it off).
 
 See :mod:`bpvideo.solvers.backends` for what each kernel computes; the numpy backend is
 the reference, and tests compare the two. The kernels (:mod:`._numba_kernels`) are
