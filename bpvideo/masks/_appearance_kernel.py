@@ -4,20 +4,20 @@ a dependency; ``BPVIDEO_NUMBA=0`` turns it off); the numpy path computes the sam
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.solvers.backends.compile_log import watch_compiles
 
 watch_compiles()
 
-__all__ = ["SPLIT_FROM", "THREADS", "unmatched"]
+__all__ = ["SPLIT_FROM", "unmatched"]
 
-#: Threads the match runs on (the machine's cores), and the fewest pixels per thread.
-THREADS = os.cpu_count() or 1
+#: The fewest pixels per thread (the threads: :func:`bpvideo.cores.threads`, ``--threads``;
+#: one in a thread of the pool that forms blocks of masks side by side).
 SPLIT_FROM = 50_000
 
 
@@ -79,7 +79,7 @@ def unmatched(appearances, value: np.ndarray, at: np.ndarray, when: np.ndarray,
                            out)  # fmt: skip
         return out[:count] + lo
 
-    threads = min(THREADS, max(1, len(at) // SPLIT_FROM))
+    threads = min(cores.threads(), max(1, len(at) // SPLIT_FROM))
     if threads == 1:
         return part(0, len(at))
     bounds = np.linspace(0, len(at), threads + 1).astype(int)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.solvers.backends.base import exercise, keep_all
 
 __all__ = ["PARALLEL_MIN_SIZE", "NumbaBackend"]
@@ -46,8 +47,11 @@ PARALLEL_MIN_SIZE = 1 << 20
 
 
 def _threads(size: int) -> int:
-    """Threads the kernels use on a matrix of ``size`` entries."""
-    return _numba().numba.config.NUMBA_NUM_THREADS if size >= PARALLEL_MIN_SIZE else 1
+    """Threads the kernels use on a matrix of ``size`` entries (at most ``--threads``:
+    :func:`bpvideo.cores.threads`)."""
+    if size < PARALLEL_MIN_SIZE:
+        return 1
+    return max(1, min(_numba().numba.config.NUMBA_NUM_THREADS, cores.threads()))
 
 
 def _k(name: str, size: int):
