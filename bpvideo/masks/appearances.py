@@ -91,6 +91,11 @@ MIN_SAMPLES = 6
 #: for the rest of the process: numba's import and cached kernel cost ~0.5 s once, numpy
 #: ~1.5 us a pixel more than the kernel (docs/performance.md).
 COMPILED_FROM = 150_000
+#: Pixels of a frame from which the compiled kernel is used whatever a block holds: an HD
+#: window's blocks are of one or two frames, each under :data:`COMPILED_FROM`, but they
+#: are many, and the kernel releases the interpreter lock where numpy's many small calls
+#: hold it between them (blocks are formed side by side: ``--threads``; issue 39).
+COMPILED_FRAME = 640 * 480
 #: Offsets of the 3 x 3 neighbourhood, the pixel itself first, then the nearest.
 _OFFSETS = sorted(
     ((dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)), key=lambda o: abs(o[0]) + abs(o[1])
@@ -183,7 +188,8 @@ class Appearances:
         when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
         pixel = index % (H * W)
         at = padded_index(pixel, W)
-        kernel = _compiled() if len(index) >= COMPILED_FROM or _KERNEL else None
+        many = len(index) >= COMPILED_FROM or H * W >= COMPILED_FRAME
+        kernel = _compiled() if many or _KERNEL else None
         if kernel is not None:
             left = kernel(self, value, at, when, shifts, need)
         else:
