@@ -45,6 +45,7 @@ __all__ = [
     "padded_index",
     "sample_times",
     "use_compiled",
+    "warm_up",
 ]
 
 #: Samples of the neighbourhood that must agree with a pixel for it to be background.
@@ -272,6 +273,21 @@ def use_compiled() -> bool:
     stream's batches are too small to reach :data:`COMPILED_FROM`, and there are many);
     whether it is there (numba installed)."""
     return _compiled() is not None
+
+
+def warm_up() -> None:
+    """Load (or, the first run after an install, compile) the compiled kernel now, for
+    colour and grey frames, on a tiny problem: :mod:`bpvideo.pipeline.run` calls it in a
+    thread while an HD input's frames are read and solved, so that its compilation is not
+    paid in the masks stage (issue 39)."""
+    if _compiled() is None:
+        return
+    rng = np.random.default_rng(0)
+    for channels in (3, 1):
+        frames = rng.integers(0, 256, (6, 4, 4, channels), dtype=np.uint8)
+        modes = build_appearances(frames, np.zeros((6, 4, 4), bool), np.arange(6), 60, 255.0)
+        modes.unexplained(frames[:1, ..., 0] if channels == 1 else frames[:1],
+                          np.ones((1, 4, 4), bool), first=30)  # fmt: skip
 
 
 def _compiled():

@@ -241,3 +241,12 @@ def test_hd_frames_take_the_compiled_kernel_with_the_same_answer(monkeypatch):
     fast = modes.unexplained(tested, candidates, first=40)
     assert ap._KERNEL and ap._KERNEL[0] is not None  # loaded for an HD frame
     assert np.array_equal(slow, fast) and slow.any()
+
+
+def test_warm_up_loads_the_kernel_for_colour_and_grey(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(ap, "_KERNEL", [])
+    ap.warm_up()
+    assert ap._KERNEL and ap._KERNEL[0] is not None
+    monkeypatch.setattr(ap, "_KERNEL", [None])  # BPVIDEO_NUMBA=0: nothing to do
+    ap.warm_up()
