@@ -7,7 +7,8 @@ sinks get frames while the next ones are formed. With more than one thread
 (:func:`bpvideo.cores.threads`, ``--threads``) that many blocks are formed side by side by
 a pool of threads (thresholds, the match of the appearance samples, shadows and clean-up
 release the interpreter lock: numpy, OpenCV, numba) while the sinks take the blocks
-before them, in order: each block's masks are those one thread would form.
+before them, in order: each block's masks are those one thread would form. Frames larger
+than :data:`OUTPUT_PIXELS` (4K) are formed one at a time (the memory bound).
 """
 
 from __future__ import annotations
@@ -137,7 +138,10 @@ def finish(
             masks &= region
         return Block(numbers[lo:hi], frames, background, masks, solution.info, lo), watch
 
-    for done, watch in in_order(block, range(0, len(numbers), step), cores.threads()):
+    # a frame larger than a block's budget (4K) is formed one at a time, as before: each
+    # block alive holds ~100 MB of float32 planes there, and the pool holds threads + 1
+    threads = cores.threads() if video.height * video.width <= OUTPUT_PIXELS else 1
+    for done, watch in in_order(block, range(0, len(numbers), step), threads):
         for stage in ("masks", "write"):
             clock.add(stage, watch.seconds[stage])
         yield done
