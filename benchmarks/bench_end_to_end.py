@@ -123,10 +123,14 @@ def bpvideo_child(args: list[str]) -> dict:
 #: Starts the child from a fresh small process, and times it there: Linux carries the
 #: resident size of the process that forks into the child's peak (``ru_maxrss`` survives
 #: ``exec``), and this benchmark's process may hold a clip's frames.
+#: It also prints the CPU seconds (user + sys) of the child and of every process it waited
+#: for (ffmpeg's decoders and encoders included: ``RUSAGE_CHILDREN``).
 _LAUNCH = (
-    "import subprocess, sys, time; t = time.perf_counter(); "
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
     "code = subprocess.call(sys.argv[1:]); "
-    "print(f'child seconds {time.perf_counter() - t!r}', file=sys.stderr); sys.exit(code)"
+    "print(f'child seconds {time.perf_counter() - t!r}', file=sys.stderr); "
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(f'child cpu {u.ru_utime + u.ru_stime!r}', file=sys.stderr); sys.exit(code)"
 )
 
 
@@ -140,7 +144,10 @@ def _run_child(python: str, argv: list[str], env: dict) -> tuple[float, dict]:
     if out.returncode:
         raise RuntimeError(f"child {argv} failed: {out.stderr.strip()[-2000:]}")
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{") and '"peak_rss"' in ln]
-    return wall, json.loads(lines[-1])
+    info = json.loads(lines[-1])
+    cpu = [ln for ln in out.stderr.splitlines() if ln.startswith("child cpu ")]
+    info["cpu"] = float(cpu[-1].split()[-1]) if cpu else float("nan")
+    return wall, info
 
 
 def _env(root: Path = ROOT) -> dict:

@@ -12,8 +12,10 @@ that the load of a shared machine weighs on all of them alike:
   per frame (GSOC by the Python given with ``--gsoc-python``: opencv-contrib).
 
 Prints a Markdown table: seconds, frames per second, the ratios bpvideo / method (<= 1:
-bpvideo as fast or faster) and peak RSS (``ru_maxrss`` of the child; ffmpeg's own processes
-not included), then bpvideo's stages (``summary.json``) and its window plan. ``--profile``
+bpvideo as fast or faster), the CPU share (user + sys seconds over wall seconds, medians:
+100 % is one core busy; of the child and of the ffmpeg processes it waited for, from
+``RUSAGE_CHILDREN``) and peak RSS (``ru_maxrss`` of the child; ffmpeg's own processes not
+included), then bpvideo's stages (``summary.json``) and its window plan. ``--profile``
 runs bpvideo once per size under cProfile and prints the functions taking the most time.
 
 Usage::
@@ -112,6 +114,7 @@ def run(args: argparse.Namespace) -> None:
                 print(f"## {spec}\n\n```\n{top}```")
             walls: dict[str, list[float]] = {name: [] for name, _ in methods}
             peaks: dict[str, int] = {}
+            shares: dict[str, list[float]] = {name: [] for name, _ in methods}
             summary: dict = {}
             for rep in range(args.repeat):
                 for name, python in methods:
@@ -124,12 +127,14 @@ def run(args: argparse.Namespace) -> None:
                     child_env = e2e._env(Path(args.baseline_src)) if name == "baseline" else env
                     wall, info = e2e._run_child(python, argv, child_env)
                     walls[name].append(wall)
+                    shares[name].append(info["cpu"] / wall)
                     peaks[name] = max(peaks.get(name, 0), info["peak_rss"])
                     if name == "bpvideo":
                         summary = json.loads((Path(out) / "summary.json").read_text())
                     subprocess.run(["rm", "-rf", out], check=False)
             med = {n: statistics.median(v) for n, v in walls.items()}
-            rows.append((spec, med, peaks, summary))
+            cpu = {n: statistics.median(v) for n, v in shares.items()}
+            rows.append((spec, med, peaks, summary, cpu))
             print(f"{spec}: " + ", ".join(f"{n} {v:.2f}s" for n, v in med.items()), file=sys.stderr)
     print_table(rows, methods, args)
 
@@ -139,18 +144,20 @@ def print_table(rows: list, methods: list[tuple[str, str]], args: argparse.Names
     names = [n for n, _ in methods]
     head = [f"{n} s" for n in names] + ["bpvideo fps"]
     head += [f"bpvideo/{n}" for n in names if n != "bpvideo" and "bpvideo" in names]
+    head += [f"{n} CPU %" for n in names]
     head += [f"{n} peak MiB" for n in names]
     print(f"\n{args.frames} frames, median of {args.repeat} runs, {time.strftime('%Y-%m-%d')}\n")
     print("| size | " + " | ".join(head) + " |")
     print("|---|" + "---|" * len(head))
-    for spec, med, peaks, _ in rows:
+    for spec, med, peaks, _, cpu in rows:
         cells = [f"{med[n]:.2f}" for n in names]
         if "bpvideo" in names:
             cells.append(f"{args.frames / med['bpvideo']:.0f}")
             cells += [f"{med['bpvideo'] / med[n]:.2f}" for n in names if n != "bpvideo"]
+        cells += [f"{100 * cpu[n]:.0f}" for n in names]
         cells += [f"{peaks[n] / 2**20:.0f}" for n in names]
         print(f"| {spec} | " + " | ".join(cells) + " |")
-    for spec, _, _, summary in rows:
+    for spec, _, _, summary, _ in rows:
         if summary:
             stages = ", ".join(f"{k} {v:.2f}" for k, v in summary["seconds"].items())
             solver = summary["solver"]

@@ -46,6 +46,7 @@ FORBIDDEN = {
     "bpvideo.times": ("bpvideo.",),
     "bpvideo.records": ("bpvideo.",),
     "bpvideo.limits": ("bpvideo.",),
+    "bpvideo.cores": ("bpvideo.",),
     "bpvideo.errors": ("bpvideo.",),
 }
 #: What the lowest modules may import all the same.

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bpvideo import cores
 from bpvideo.allocator import own_process
 from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.pool import WorkerPool, identities, wait_for
@@ -63,11 +64,8 @@ DASK_MISSING = (
 
 
 def default_workers() -> int:
-    """Cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
+    """Cores this process may use (its affinity and cgroup quota: :mod:`bpvideo.cores`)."""
+    return cores.available_cores()
 
 
 # --------------------------------------------------------------------------------------
@@ -126,8 +124,10 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
     return result
 
 
-def _init_worker(blas_threads: int) -> None:
-    """Initializer of local worker processes: cap BLAS/OpenMP threads, quiet logging."""
+def _init_worker(blas_threads: int, share: int | None = None) -> None:
+    """Initializer of local worker processes: cap BLAS/OpenMP threads, the worker's share
+    of the cores (its jobs' ``--threads auto``), quiet logging."""
+    cores.limit(share)
     for name in THREAD_ENV:
         os.environ[name] = str(blas_threads)
     from threadpoolctl import threadpool_limits
@@ -174,9 +174,11 @@ def completed(job: Job) -> bool:
 @contextmanager
 def local_executor(workers: int, blas_threads: int = 1) -> Iterator[WorkerPool]:
     """A :class:`~bpvideo.batch.pool.WorkerPool` of ``workers`` processes with
-    ``blas_threads`` BLAS threads each; stopped at once when the block is left by an
-    exception (a signal), shut down otherwise."""
-    pool = WorkerPool(workers, initializer=_init_worker, initargs=(blas_threads,))
+    ``blas_threads`` BLAS threads each and an equal share of the cores (``--threads
+    auto`` of their jobs: N workers on C cores run C // N threads each, not C); stopped at
+    once when the block is left by an exception (a signal), shut down otherwise."""
+    share = max(1, cores.available_cores() // workers)
+    pool = WorkerPool(workers, initializer=_init_worker, initargs=(blas_threads, share))
     try:
         yield pool
     except BaseException:

@@ -1,18 +1,23 @@
 """The compiled match of :meth:`bpvideo.masks.appearances.Appearances.unexplained` (numba,
-optional: ``bpvideo[fast]``); the numpy path computes the same answer (tested)."""
+a dependency; ``BPVIDEO_NUMBA=0`` turns it off); the numpy path computes the same answer
+(tested)."""
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 
-__all__ = ["SPLIT_FROM", "THREADS", "unmatched"]
+from bpvideo import cores
+from bpvideo.solvers.backends.compile_log import watch_compiles
 
-#: Threads the match runs on (the machine's cores), and the fewest pixels per thread.
-THREADS = os.cpu_count() or 1
+watch_compiles()
+
+__all__ = ["SPLIT_FROM", "unmatched"]
+
+#: The fewest pixels per thread (the threads: :func:`bpvideo.cores.threads`, ``--threads``;
+#: one in a thread of the pool that forms blocks of masks side by side).
 SPLIT_FROM = 50_000
 
 
@@ -74,7 +79,7 @@ def unmatched(appearances, value: np.ndarray, at: np.ndarray, when: np.ndarray,
                            out)  # fmt: skip
         return out[:count] + lo
 
-    threads = min(THREADS, max(1, len(at) // SPLIT_FROM))
+    threads = min(cores.threads(), max(1, len(at) // SPLIT_FROM))
     if threads == 1:
         return part(0, len(at))
     bounds = np.linspace(0, len(at), threads + 1).astype(int)

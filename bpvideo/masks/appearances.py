@@ -45,6 +45,7 @@ __all__ = [
     "padded_index",
     "sample_times",
     "use_compiled",
+    "warm_up",
 ]
 
 #: Samples of the neighbourhood that must agree with a pixel for it to be background.
@@ -91,6 +92,11 @@ MIN_SAMPLES = 6
 #: for the rest of the process: numba's import and cached kernel cost ~0.5 s once, numpy
 #: ~1.5 us a pixel more than the kernel (docs/performance.md).
 COMPILED_FROM = 150_000
+#: Pixels of a frame from which the compiled kernel is used whatever a block holds: an HD
+#: window's blocks are of one or two frames, each under :data:`COMPILED_FROM`, but they
+#: are many, and the kernel releases the interpreter lock where numpy's many small calls
+#: hold it between them (blocks are formed side by side: ``--threads``; issue 39).
+COMPILED_FRAME = 640 * 480
 #: Offsets of the 3 x 3 neighbourhood, the pixel itself first, then the nearest.
 _OFFSETS = sorted(
     ((dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)), key=lambda o: abs(o[0]) + abs(o[1])
@@ -183,7 +189,8 @@ class Appearances:
         when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
         pixel = index % (H * W)
         at = padded_index(pixel, W)
-        kernel = _compiled() if len(index) >= COMPILED_FROM or _KERNEL else None
+        many = len(index) >= COMPILED_FROM or H * W >= COMPILED_FRAME
+        kernel = _compiled() if many or _KERNEL else None
         if kernel is not None:
             left = kernel(self, value, at, when, shifts, need)
         else:
@@ -266,6 +273,21 @@ def use_compiled() -> bool:
     stream's batches are too small to reach :data:`COMPILED_FROM`, and there are many);
     whether it is there (numba installed)."""
     return _compiled() is not None
+
+
+def warm_up() -> None:
+    """Load (or, the first run after an install, compile) the compiled kernel now, for
+    colour and grey frames, on a tiny problem: :mod:`bpvideo.pipeline.run` calls it in a
+    thread while an HD input's frames are read and solved, so that its compilation is not
+    paid in the masks stage (issue 39)."""
+    if _compiled() is None:
+        return
+    rng = np.random.default_rng(0)
+    for channels in (3, 1):
+        frames = rng.integers(0, 256, (6, 4, 4, channels), dtype=np.uint8)
+        modes = build_appearances(frames, np.zeros((6, 4, 4), bool), np.arange(6), 60, 255.0)
+        modes.unexplained(frames[:1, ..., 0] if channels == 1 else frames[:1],
+                          np.ones((1, 4, 4), bool), first=30)  # fmt: skip
 
 
 def _compiled():

@@ -3,18 +3,26 @@
 :func:`finish` forms the masks and uint8 background frames of a :class:`Solution`
 :func:`output_frames` at a time from the full-resolution background (kept as factors when
 the solve was downscaled), so that the background is never held whole as floats, and the
-sinks get frames while the next ones are formed.
+sinks get frames while the next ones are formed. With more than one thread
+(:func:`bpvideo.cores.threads`, ``--threads``) that many blocks are formed side by side by
+a pool of threads (thresholds, the match of the appearance samples, shadows and clean-up
+release the interpreter lock: numpy, OpenCV, numba) while the sinks take the blocks
+before them, in order: each block's masks are those one thread would form. Frames larger
+than :data:`OUTPUT_PIXELS` (4K) are formed one at a time (the memory bound).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.masks import MaskModel, MaskOptions, foreground_masks
 from bpvideo.pipeline.scale import Background
 from bpvideo.records import Block, Stopwatch, Video, WindowInfo, WindowReport
@@ -120,13 +128,44 @@ def finish(
     video, new_from = solution.video, solution.new_from
     numbers = solution.numbers
     step = output_frames(video.frame_shape)
-    for lo in range(0, len(numbers), step):
+
+    def block(lo: int) -> tuple[Block, Stopwatch]:
         hi = min(len(numbers), lo + step)
+        watch = Stopwatch()  # each thread its own: added up in order below
         frames = video.frame_block(new_from + lo, new_from + hi)
-        masks, background = _form(solution, options, new_from + lo, new_from + hi, frames, clock)
+        masks, background = _form(solution, options, new_from + lo, new_from + hi, frames, watch)
         if region is not None:
             masks &= region
-        yield Block(numbers[lo:hi], frames, background, masks, solution.info, lo)
+        return Block(numbers[lo:hi], frames, background, masks, solution.info, lo), watch
+
+    # a frame larger than a block's budget (4K) is formed one at a time, as before: each
+    # block alive holds ~100 MB of float32 planes there, and the pool holds threads + 1
+    threads = cores.threads() if video.height * video.width <= OUTPUT_PIXELS else 1
+    for done, watch in in_order(block, range(0, len(numbers), step), threads):
+        for stage in ("masks", "write"):
+            clock.add(stage, watch.seconds[stage])
+        yield done
+
+
+def in_order(work: Callable, items, threads: int) -> Iterator:
+    """``work(item)`` of each item, in order, computed by ``threads`` threads at most
+    ``threads`` items beyond the one taken (one thread: one after another, no pool)."""
+    if threads <= 1:
+        yield from map(work, items)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="bpvideo-masks",
+                            initializer=cores.in_pool) as pool:  # fmt: skip
+        ahead: deque[Future] = deque()
+        try:
+            for item in items:
+                ahead.append(pool.submit(work, item))
+                if len(ahead) > threads:  # ``threads`` at work while this one is used
+                    yield ahead.popleft().result()
+            while ahead:
+                yield ahead.popleft().result()
+        finally:  # the consumer stopped early, or a block failed: no work left behind
+            for future in ahead:
+                future.cancel()
 
 
 def _form(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.errors import InputError, literal
 from bpvideo.pipeline.memory import (
     OVERHEAD_BYTES,
@@ -190,6 +191,7 @@ def plan_run(source: FrameSource, settings: SeparateSettings) -> Plan:
         run here.
     """
     device = solve_device(settings)
+    cores.use(settings.threads)  # the run's threads (--threads), read by the layers below
     window, whole_max = plan_window(
         settings, source.width, source.height, source.frame_count, name=source.name
     )

@@ -13,6 +13,7 @@ memory stays bounded by the window.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,8 @@ from bpvideo.background.empty_scene import span_scene
 from bpvideo.background.reference import Reference
 from bpvideo.errors import Diverged, InputError, literal
 from bpvideo.masks import window_model
+from bpvideo.masks.appearances import COMPILED_FRAME
+from bpvideo.masks.appearances import warm_up as warm_appearances
 from bpvideo.pipeline.finish import Solution, finish, window_info
 from bpvideo.pipeline.plan import Job, plan_window
 from bpvideo.pipeline.scale import Background, resize_columns, solve_size, solved_video_size
@@ -236,8 +239,11 @@ def _first_frames_scene(
 
 def _warm_up(job: Job) -> WarmUp | None:
     """Load the compiled kernels in a thread while the frames are read, when a solve will
-    use them."""
+    use them; and the masks' match of HD frames in another (not waited for: a first
+    use waits on numba's lock while it compiles)."""
     source, settings, plan = job.source, job.settings, job.plan
+    if settings.masks.appearances and source.width * source.height >= COMPILED_FRAME:
+        threading.Thread(target=warm_appearances, name="bpvideo-warm-masks", daemon=True).start()
     if not on_backend(settings.method):
         return None
     if plan.device == "cuda":

@@ -190,3 +190,14 @@ class SolverSettings:
         'install "bpvideo[cuda]"), cpu, or auto = cuda when CuPy sees a GPU, else cpu.',
         choices=DEVICES,
     )
+    threads: int | str = option(
+        "auto",
+        "window",
+        "Threads the solver's kernels and the masks use (blocks of masks are formed side by "
+        "side, the match of the appearance samples splits its pixels); auto = the cores this "
+        "process may use (its CPU affinity, capped by the cgroup quota /sys/fs/cgroup/cpu.max; "
+        "a batch divides them between its workers). The masks do not depend on it.",
+        low=1,
+        limit=1024,
+        metavar="N|auto",
+    )

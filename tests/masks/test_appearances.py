@@ -224,3 +224,29 @@ def test_an_object_half_beyond_half_doubtful_is_judged_whole(monkeypatch):
     monkeypatch.setattr(ap, "WITH_FOREGROUND", False)
     valid = ap.draw_appearances(frames, beyond, doubtful, times, 200, 10.0).valid
     assert valid.reshape(14, 14, 20)[4:10, 4:10, 5].any()
+
+
+def test_hd_frames_take_the_compiled_kernel_with_the_same_answer(monkeypatch):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(1)
+    frames = rng.integers(0, 256, (8, 480, 640, 3), dtype=np.uint8)
+    modes = build_appearances(frames, rng.random((8, 480, 640)) < 0.1, np.arange(8) * 10, 80, 30.0)
+    tested = frames[:2].copy()
+    tested[1, :200] = rng.integers(0, 256, tested[1, :200].shape, dtype=np.uint8)
+    candidates = rng.random((2, 480, 640)) < 0.05  # a few thousand: under COMPILED_FROM
+    with monkeypatch.context() as numpy_only:
+        numpy_only.setattr(ap, "_KERNEL", [None])
+        slow = modes.unexplained(tested, candidates, first=40)
+    monkeypatch.setattr(ap, "_KERNEL", [])
+    fast = modes.unexplained(tested, candidates, first=40)
+    assert ap._KERNEL and ap._KERNEL[0] is not None  # loaded for an HD frame
+    assert np.array_equal(slow, fast) and slow.any()
+
+
+def test_warm_up_loads_the_kernel_for_colour_and_grey(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(ap, "_KERNEL", [])
+    ap.warm_up()
+    assert ap._KERNEL and ap._KERNEL[0] is not None
+    monkeypatch.setattr(ap, "_KERNEL", [None])  # BPVIDEO_NUMBA=0: nothing to do
+    ap.warm_up()

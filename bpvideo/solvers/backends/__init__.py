@@ -162,7 +162,7 @@ def get_backend(name: str | Backend | None = "auto", size: int | None = None) ->
     elif name not in available_backends():
         raise InputError(
             "{backend=} needs numba, which is not installed (or BPVIDEO_NUMBA=0): "
-            "pip install 'bpvideo[fast]', or use {backend='numpy'}",
+            "pip install numba (a dependency of bpvideo), or use {backend='numpy'}",
             option=("backend", name),
         )
     if name not in _INSTANCES:

@@ -11,6 +11,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from bpvideo.solvers.backends.compile_log import watch_compiles
+
+watch_compiles()  # a compilation (the first run after an install) is logged, not silent
+
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 _FAST = {"reassoc", "contract"}
 _pjit = numba.njit(cache=True, nogil=True, parallel=True, fastmath=_FAST)

@@ -1,4 +1,5 @@
-"""The numba backend: compiled kernels of the best-pair solver (optional: ``bpvideo[fast]``).
+"""The numba backend: compiled kernels of the best-pair solver (numba: a dependency
+since issue 39; ``BPVIDEO_NUMBA=0`` turns it off).
 
 See :mod:`bpvideo.solvers.backends` for what each kernel computes; the numpy backend is
 the reference, and tests compare the two. The kernels (:mod:`._numba_kernels`) are
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.solvers.backends.base import exercise, keep_all
 
 __all__ = ["PARALLEL_MIN_SIZE", "NumbaBackend"]
@@ -45,8 +47,11 @@ PARALLEL_MIN_SIZE = 1 << 20
 
 
 def _threads(size: int) -> int:
-    """Threads the kernels use on a matrix of ``size`` entries."""
-    return _numba().numba.config.NUMBA_NUM_THREADS if size >= PARALLEL_MIN_SIZE else 1
+    """Threads the kernels use on a matrix of ``size`` entries (at most ``--threads``:
+    :func:`bpvideo.cores.threads`)."""
+    if size < PARALLEL_MIN_SIZE:
+        return 1
+    return max(1, min(_numba().numba.config.NUMBA_NUM_THREADS, cores.threads()))
 
 
 def _k(name: str, size: int):

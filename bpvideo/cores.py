@@ -1,0 +1,93 @@
+"""The cores a run may use, and the threads it spreads its work over (``--threads``).
+
+A low module (it imports nothing of bpvideo): the option table reads its default here,
+the job sets the run's count once (:func:`use`), and the layers below read it
+(:func:`threads`): the numba solver's kernels, the compiled match of the masks, the pool
+that forms blocks of masks side by side (:mod:`bpvideo.pipeline.finish`). A thread of
+such a pool is marked (:func:`in_pool`): the work it runs stays on one thread, so that N
+threads never start N more each.
+
+The cores a process may use are those of its affinity mask (``os.sched_getaffinity``,
+as ``taskset`` or a container's cpuset set it) and no more than its cgroup v2 CPU quota
+allows (``/sys/fs/cgroup/cpu.max``: ``QUOTA PERIOD``, or ``max``): a container given 2
+CPUs on a 64-core host runs 2 threads, not 64. A batch worker's share (:func:`limit`)
+caps it further: the batch divides the cores between its workers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["CPU_MAX", "available_cores", "cgroup_cpus", "in_pool", "limit", "threads", "use"]
+
+#: The cgroup v2 CPU quota of this process's cgroup (the namespace's root in a container).
+CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+_STATE: dict[str, int | None] = {"threads": None, "limit": None}
+_LOCAL = threading.local()
+
+
+def cgroup_cpus(path: Path | str = CPU_MAX) -> float | None:
+    """CPUs the cgroup quota at ``path`` allows (quota / period), or None: no file, no
+    quota (``max``), or a file that cannot be read as one."""
+    try:
+        fields = Path(path).read_text().split()
+    except OSError:
+        return None
+    if len(fields) < 1 or fields[0] == "max":
+        return None
+    try:
+        quota = int(fields[0])
+        period = int(fields[1]) if len(fields) > 1 else 100_000
+    except ValueError:
+        return None
+    if quota <= 0 or period <= 0:
+        return None
+    return quota / period
+
+
+def available_cores(cpu_max: Path | str = CPU_MAX) -> int:
+    """Cores this process may use: its affinity, capped by the cgroup quota (rounded up:
+    1.5 CPUs is 2 threads' worth of work) and by a batch worker's share; at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpus(cpu_max)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    share = _STATE["limit"]
+    if share is not None:
+        cores = min(cores, share)
+    return max(1, cores)
+
+
+def limit(cores: int | None) -> None:
+    """Cap :func:`available_cores` of this process at ``cores`` (a batch worker's share
+    of the machine; None: no cap)."""
+    _STATE["limit"] = None if cores is None else max(1, int(cores))
+
+
+def use(count: int | str | None) -> int:
+    """Set the threads of this run (``--threads``: a count, or ``"auto"``/None for
+    :func:`available_cores`); return the count."""
+    n = available_cores() if count is None or count == "auto" else max(1, int(count))
+    _STATE["threads"] = n
+    return n
+
+
+def threads() -> int:
+    """Threads the calling thread may spread its work over: the run's count
+    (:func:`use`; :func:`available_cores` when none was set), 1 in a pool's thread."""
+    if getattr(_LOCAL, "pooled", False):
+        return 1
+    n = _STATE["threads"]
+    return available_cores() if n is None else n
+
+
+def in_pool() -> None:
+    """Mark the calling thread as a pool's (an initializer): :func:`threads` is 1 there."""
+    _LOCAL.pooled = True

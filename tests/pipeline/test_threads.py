@@ -1,0 +1,76 @@
+"""Threads change no mask (issue 39): the compiled match split across threads equals the
+one-thread match, and blocks of masks formed side by side equal those formed one after
+another, on real frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from bpvideo import cores, separate
+from bpvideo.masks import appearances as ap
+from bpvideo.masks.appearances import build_appearances
+from bpvideo.pipeline.finish import in_order
+
+
+def _frames(folder: Path, n: int) -> np.ndarray:
+    files = sorted(p for p in (folder / "input").iterdir() if p.suffix in (".jpg", ".png"))
+    return np.stack([cv2.imread(str(p)) for p in files[:n]])
+
+
+@pytest.fixture
+def _restore_threads(monkeypatch):
+    monkeypatch.setattr(cores, "_STATE", dict(cores._STATE))
+
+
+@pytest.mark.shared_data
+@pytest.mark.usefixtures("_restore_threads")
+def test_the_threaded_match_equals_the_single_thread_one_on_real_frames(shared_data, monkeypatch):
+    pytest.importorskip("numba")
+    from bpvideo.masks import _appearance_kernel as kernel
+
+    frames = _frames(shared_data / "cdnet_fall", 60)  # leaves in the wind: most pixels tested
+    samples = frames[:48:4]
+    fg = np.zeros(samples.shape[:3], dtype=bool)
+    modes = build_appearances(samples, fg, np.arange(0, 48, 4), 60, 12.0)
+    tested = frames[50:56]
+    median = np.median(frames[:48], axis=0)
+    candidates = (np.abs(tested - median) > 12).any(axis=3)
+    monkeypatch.setattr(ap, "COMPILED_FROM", 0)
+    monkeypatch.setattr(kernel, "SPLIT_FROM", 1000)
+    answers = []
+    for threads in (1, 2, 4):
+        cores.use(threads)
+        answers.append(modes.unexplained(tested, candidates, first=50))
+    assert candidates.sum() > 20_000
+    assert 0 < answers[0].sum() < candidates.sum()
+    assert all(np.array_equal(answers[0], a) for a in answers[1:])
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+@pytest.mark.usefixtures("_restore_threads")
+def test_masks_formed_side_by_side_equal_those_formed_one_by_one(shared_data):
+    frames = _frames(shared_data / "sbi_PeopleAndFoliage", 80)
+    one = separate(frames, threads=1)
+    three = separate(frames, threads=3)
+    assert one.masks.any()
+    assert np.array_equal(one.masks, three.masks)
+    assert np.array_equal(one.background, three.background)
+
+
+def test_in_order_keeps_the_order_and_stops_early():
+    import time
+
+    def slow(i):
+        time.sleep(0.01 * (5 - i % 5))
+        return i * i
+
+    assert list(in_order(slow, range(12), 3)) == [i * i for i in range(12)]
+    assert list(in_order(slow, range(4), 1)) == [0, 1, 4, 9]
+    first = in_order(slow, range(100), 2)
+    assert next(first) == 0
+    first.close()  # the rest cancelled, the pool shut down
