@@ -151,7 +151,13 @@ class ResultFolder:
         self._abort(None)
 
     def _abort(self, exc: BaseException | None) -> None:
+        """Stop every file's sink, then remove the staging folder; an OS error ``exc`` (a
+        full disk) is raised as the output folder's one-line error. A sink that fails to
+        stop (a full disk again, as it flushes) does not hide the run's own error."""
         for sink in self.sinks:
-            sink.abort()
+            try:
+                sink.abort()
+            except Exception as failed:
+                logger.debug("aborting %s failed too: %s", type(sink).__name__, failed)
         if self.outdir.staging is not None:
             self.outdir.__exit__(type(exc) if exc is not None else None, exc, None)
