@@ -356,9 +356,11 @@ def _found(report: Report | None, out_path: Path) -> str:
     """What the last log line says a result holds: events, objects, the report's path."""
     if report is None or report.events is None:
         return ""
-    events, objects = len(report.events), report.objects or 0
-    return (f": {events} event{'s' * (events != 1)}, {objects} object{'s' * (objects != 1)}; "
-            f"{Path(out_path) / 'report.html'}")  # fmt: skip
+    events, objects = len(report.events), report.objects
+    found = f": {events} event{'s' * (events != 1)}"
+    if objects is not None:
+        found += f", {objects} object{'s' * (objects != 1)}"
+    return f"{found}; {Path(out_path) / 'report.html'}"
 
 
 def _outcome(results: ResultFolder | SegmentSink) -> Outcome:

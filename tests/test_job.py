@@ -78,7 +78,7 @@ def _wait_for_line(proc: subprocess.Popen, pattern: str) -> list[str]:
 
 def test_a_live_segment_holds_the_files_of_a_file_run(street, tmp_path):
     options = ["--learn", "0:50", "--event-threshold", "0.01", "--overlay", "--clips",
-               "--roi", ROI, "--exclude", EXCLUDE]  # fmt: skip
+               "--roi", ROI, "--exclude", EXCLUDE, "--count-line", "48,0 48,71"]  # fmt: skip
     port = free_port()
     server = serve(street, port)
     try:

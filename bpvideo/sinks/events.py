@@ -21,6 +21,7 @@ from bpvideo.sinks.event_report import draw_foreground, report_html
 from bpvideo.sinks.event_stream import EventStream, block_times, event_options, events_csv
 from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
+from bpvideo.sinks.table import tracks_objects
 from bpvideo.sinks.writers import VideoStream
 from bpvideo.sources.regions import region_mask
 
@@ -345,10 +346,11 @@ def report_facts(name: str, frames: int, width: int, height: int, fps: float) ->
 
 
 def event_sinks(outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> list[Any]:
-    """The event sinks of a run, in the order they are closed: objects, then events."""
-    objects = ObjectsSink(outdir, source, settings)
+    """The event sinks of a run, in the order they are closed: objects (when tracked:
+    :func:`~bpvideo.sinks.table.tracks_objects`), then events."""
+    objects = ObjectsSink(outdir, source, settings) if tracks_objects(settings) else None
     events = EventsSink(outdir, source, settings, objects)
-    sinks: list[Any] = [objects, events]
+    sinks: list[Any] = [events] if objects is None else [objects, events]
     if settings.overlay:
         sinks.append(OverlaySink(outdir, events, settings))
     if settings.clips:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OUTPUTS", "OUTPUT_NAMES", "SUMMARY", "Output", "output_names"]
+__all__ = ["OUTPUTS", "OUTPUT_NAMES", "SUMMARY", "Output", "output_names", "tracks_objects"]
 
 SUMMARY = "summary.json"
 
@@ -80,8 +80,22 @@ OUTPUTS: tuple[Output, ...] = (
     ),
     Output("events", "events.csv", "EventsSink", "close", "every event, once the last ended"),
     Output("frames", "frames.csv", "EventsSink", "blocks", "one row per frame"),
-    Output("objects", "objects.csv", "ObjectsSink", "blocks", "one row per object, as each ends"),
-    Output("tracks", "tracks.csv", "ObjectsSink", "blocks", "one row per object per frame"),
+    Output(
+        "objects",
+        "objects.csv",
+        "ObjectsSink",
+        "blocks",
+        "one row per object, as each ends",
+        lambda s: tracks_objects(s),
+    ),
+    Output(
+        "tracks",
+        "tracks.csv",
+        "ObjectsSink",
+        "blocks",
+        "one row per object per frame",
+        lambda s: tracks_objects(s),
+    ),
     Output("report", "report.html", "ReportSink", "close", "written whole"),
     Output("overlay", "overlay.mp4", "OverlaySink", "blocks", _ENCODED, lambda s: bool(s.overlay)),
     Output(
@@ -98,6 +112,14 @@ OUTPUTS: tuple[Output, ...] = (
 #: those a new result does not write, and a run refuses an OUTDIR holding any of them
 #: unless it may overwrite.
 OUTPUT_NAMES: tuple[str, ...] = tuple(dict.fromkeys([SUMMARY, *(o.entry for o in OUTPUTS)]))
+
+
+def tracks_objects(settings: Any) -> bool:
+    """Whether a run links its blobs into objects (``objects.csv``, ``tracks.csv``): when
+    its events are objects (``--events objects``) or it counts crossings
+    (``--count-line``). Tracking costs about a third more CPU on a 320x240 clip (the
+    tracker's import and a few ms a frame), so a run that did not ask pays nothing."""
+    return settings.events == "objects" or bool(settings.count_line)
 
 
 def output_names(settings: Any) -> dict[str, str]:

@@ -73,8 +73,8 @@ def test_no_video_runs_without_ffmpeg(tiny_folder: Path, tmp_path: Path) -> None
     done = run("-o", out, "--no-video", "--preview")
     assert done.returncode == 0, done.stderr.decode()
     top = [f for f in output_files(out) if "/" not in f]
-    assert top == ["background.png", "events.csv", "frames.csv", "masks", "objects.csv",
-                   "preview.png", "report.html", "summary.json", "tracks.csv"]  # fmt: skip
+    assert top == ["background.png", "events.csv", "frames.csv", "masks", "preview.png",
+                   "report.html", "summary.json"]  # fmt: skip
     assert len(read_masks(out / "masks")) == 24
     summary = json.loads((out / "summary.json").read_text())
     assert summary["outputs"] == {  # which outputs exist
@@ -84,8 +84,6 @@ def test_no_video_runs_without_ffmpeg(tiny_folder: Path, tmp_path: Path) -> None
         "preview": "preview.png",
         "events": "events.csv",
         "frames": "frames.csv",
-        "objects": "objects.csv",
-        "tracks": "tracks.csv",
         "report": "report.html",
     }
     assert summary["settings"]["no_video"] is True

@@ -377,10 +377,8 @@ def test_overwrite_leaves_no_file_of_the_earlier_result(
         "foreground.mp4",
         "frames.csv",
         "masks",
-        "objects.csv",
         "report.html",
         "summary.json",
-        "tracks.csv",
     ]
 
 

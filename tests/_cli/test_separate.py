@@ -14,7 +14,7 @@ from bpvideo.sources.video import read_video
 from tests.conftest import output_files, read_masks, tiny_frames
 
 LAYOUT = ["background.mp4", "background.png", "events.csv", "foreground.mp4", "frames.csv",
-          "masks", "objects.csv", "report.html", "summary.json", "tracks.csv"]  # fmt: skip
+          "masks", "report.html", "summary.json"]  # fmt: skip
 
 
 def test_separate_writes_layout(run_cli, tiny_clip: Path, tmp_path: Path) -> None:

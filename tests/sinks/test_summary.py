@@ -16,7 +16,7 @@ KEYS = [
     "width",
     "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
     "windows", "outputs", "partial", "frames_expected", "skipped", "seconds", "events",
-    "frames_lost", "objects",
+    "frames_lost",
 ]  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def test_summary_layout(tiny_clip: Path, tmp_path: Path) -> None:
     ]  # fmt: skip
     assert list(summary["outputs"]) == [
         "background_video", "foreground_video", "masks", "background_image", "summary",
-        "preview", "events", "frames", "objects", "tracks", "report",
+        "preview", "events", "frames", "report",
     ]  # fmt: skip
     assert summary["mask_numbers"] == [n + 1 for n in summary["frame_numbers"]]
     assert list(summary["seconds"]) == ["read", "solve", "masks", "write", "total"]
