@@ -62,8 +62,10 @@ def _no_child_outlives_its_test():
             proc.wait()
 
 
-def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 30) -> list[str]:
-    """Read stderr lines until one contains ``pattern``; return the lines read."""
+def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 600) -> list[str]:
+    """Read stderr lines until one contains ``pattern``; return the lines read. The
+    timeout is a hang guard, not a guess: a loaded machine took over 30 s from the
+    ``read`` line to the first ``iter`` line (start-up of the compiled kernels)."""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -81,7 +83,7 @@ def _acknowledged(proc: subprocess.Popen, signum: int) -> list[str]:
     """Wait for the process's own word that it received ``signum`` (the line it logs in
     its handler), then for its end; the stderr lines read. No guess of how long that
     takes: a loaded machine only makes it later."""
-    lines = _wait_for_line(proc, f"stopping: received signal {int(signum)}", timeout=300)
+    lines = _wait_for_line(proc, f"stopping: received signal {int(signum)}")
     return lines + proc.stderr.readlines()
 
 
