@@ -127,7 +127,7 @@ def test_a_signal_stops_the_batch_and_its_workers(
     path = tmp_path / "night.report.json"
     report = wait_for(path, lambda s: s[0] == "ok" and s.count("running") == 2, proc)
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=300)  # a hang guard
+    _, err = proc.communicate(timeout=600)  # a hang guard
     assert proc.returncode == 128 + signum, err
     final = report_of(path)
     statuses = [j["status"] for j in final["jobs"]]
@@ -150,8 +150,8 @@ def test_workers_die_with_a_killed_batch_and_resume_runs_the_rest(
     workers = alive(report)
     assert workers
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
-    _, left = psutil.wait_procs(workers, timeout=5)
+    proc.communicate(timeout=600)
+    _, left = psutil.wait_procs(workers, timeout=120)  # a hang guard: they must end
     assert left == [], left  # no worker (nor its ffmpeg) outlives its batch
     assert staged(tmp_path) == []  # each stopped its job as SIGTERM would
     # The report stayed true: the killed batch's jobs say running, the others what they are.
@@ -161,11 +161,11 @@ def test_workers_die_with_a_killed_batch_and_resume_runs_the_rest(
     # --resume: exactly the three jobs without a result, once they can finish.
     config_of(tmp_path, clips, "ffff")
     proc = start("batch", config, "--resume", "--dry-run")
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     assert [line.split("\t")[0] for line in out.decode().splitlines()] == list(map(str, clips[1:]))
     proc = start("batch", config, "--resume", "--workers", "2")
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err.decode()
     final = report_of(path)
     assert [j["status"] for j in final["jobs"]] == ["ok"] * 4
