@@ -12,11 +12,20 @@ from typing import Any
 
 from bpvideo.errors import InputError
 
-__all__ = ["TIME_FORMS", "Time", "format_span", "is_span", "parse_span", "parse_time"]
+__all__ = [
+    "TIME_FORMS",
+    "Time",
+    "bad_value",
+    "format_span",
+    "is_span",
+    "parse_span",
+    "parse_time",
+]
 
 
-def _bad(name: str, value: Any, rule: str) -> InputError:
-    """``name=value rule`` (``start=-1 must be ...``), about option ``name``."""
+def bad_value(name: str, value: Any, rule: str) -> InputError:
+    """``name=value rule`` (``rank=0 must be >= 1``), about option ``name``: the error of
+    one option's value, for every parser of options."""
     return InputError(f"{{{name}=}} {rule}", option=(name, value), rule=rule)
 
 
@@ -48,13 +57,17 @@ def parse_span(value: Any, name: str = "learn") -> tuple[int, int | None]:
         else:
             start, end = (int(v) for v in value)
     except (TypeError, ValueError, OverflowError):  # Overflow: a YAML .inf
-        raise _bad(name, value, "must be START:END (frame indices), e.g. {learn='0:200'}") from None
+        raise bad_value(
+            name, value, "must be START:END (frame indices), e.g. {learn='0:200'}"
+        ) from None
     if start < 0 or (end is not None and end < start + 2):
-        raise _bad(name, value, "must have 0 <= START and START + 2 <= END (two frames or more)")
+        raise bad_value(
+            name, value, "must have 0 <= START and START + 2 <= END (two frames or more)"
+        )
     from bpvideo.limits import MAX_FRAMES
 
     if max(start, end or 0) > MAX_FRAMES:
-        raise _bad(name, value, f"must have START and END <= {MAX_FRAMES}")
+        raise bad_value(name, value, f"must have START and END <= {MAX_FRAMES}")
     return start, end
 
 
@@ -129,7 +142,7 @@ Time(frames=None, seconds=90.5))
     (Time(frames=None, seconds=3600.0), Time(frames=None, seconds=90.0))
     """
     if isinstance(value, bool):
-        raise _bad(name, value, f"must be {TIME_FORMS}")
+        raise bad_value(name, value, f"must be {TIME_FORMS}")
     if isinstance(value, int):
         return Time(frames=value)
     text = value.strip().lower() if isinstance(value, str) else ""
@@ -147,7 +160,7 @@ Time(frames=None, seconds=90.5))
         hint = f" (seconds take an s: {value}s)"
     elif re.fullmatch(r"[0-9]+:[0-5][0-9](\.[0-9]+)?", text):
         hint = f" (minutes and seconds: 00:{text.zfill(5)})"
-    raise _bad(name, value, f"must be {TIME_FORMS}{hint}")
+    raise bad_value(name, value, f"must be {TIME_FORMS}{hint}")
 
 
 def is_span(spec: str) -> bool:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from bpvideo.errors import InputError
+from bpvideo.times import bad_value as _bad
 from bpvideo.times import format_span, parse_span, parse_time
 
 __all__ = ["Spec", "check_value", "option", "parse_size"]
@@ -81,11 +81,6 @@ def _bounds_text(spec: Spec) -> str:
     if spec.high is not None:
         parts.append(f"{'<' if spec.high_open else '<='} {spec.high:g}")
     return " and ".join(parts)
-
-
-def _bad(name: str, value: Any, rule: str) -> InputError:
-    """``name=value rule`` (``rank=0 must be >= 1``), about option ``name``."""
-    return InputError(f"{{{name}=}} {rule}", option=(name, value), rule=rule)
 
 
 def check_value(name: str, spec: Spec, value: Any) -> Any:
@@ -174,23 +169,25 @@ def _check_lines(name: str, value: Any) -> tuple[str, ...]:
     """Counting lines (``count_line``): one ``"x1,y1 x2,y2"`` or a list of them, checked."""
     from bpvideo.events.objects import parse_line
 
-    lines = [value] if isinstance(value, str) else value
-    if not isinstance(lines, (list, tuple)):
-        raise _bad(name, value, "must be a line 'x1,y1 x2,y2' or a list of them")
-    for line in lines:
-        parse_line(line, name)
-    return tuple(lines)
+    return _each(name, value, parse_line, "a line 'x1,y1 x2,y2' or a list of them")
 
 
 def _check_regions(name: str, value: Any) -> tuple[str, ...]:
     """Region specs (``roi``, ``exclude``): one string or a list of them; polygons checked."""
     from bpvideo.events.regions import parse_region
 
+    return _each(
+        name, value, parse_region, "a polygon 'x1,y1 x2,y2 x3,y3 ...' or a mask image path"
+    )
+
+
+def _each(name: str, value: Any, parse: Any, what: str) -> tuple[str, ...]:
+    """One string or a list of them, each checked by ``parse(spec, name)``."""
     specs = [value] if isinstance(value, str) else value
     if not isinstance(specs, (list, tuple)):
-        raise _bad(name, value, "must be a polygon 'x1,y1 x2,y2 x3,y3 ...' or a mask image path")
+        raise _bad(name, value, f"must be {what}")
     for spec in specs:
-        parse_region(spec, name)
+        parse(spec, name)
     return tuple(specs)
 
 
