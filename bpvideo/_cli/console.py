@@ -8,6 +8,7 @@ Errors are one line on stderr (``bpvideo: error: ...``), with options spelled as
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import logging
 import os
@@ -272,14 +273,53 @@ def _acknowledge(signum: int) -> None:
             os.write(2, line.encode())
 
 
+#: Signals delivered again after their exception was lost in a finalizer: said once.
+_redelivered: set[int] = set()
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
-    _acknowledge(signum)
+    if signum not in _redelivered:
+        _acknowledge(signum)
+    _redelivered.discard(signum)
     raise Terminated(signum)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
-    _acknowledge(signum)
+    if signum not in _redelivered:
+        _acknowledge(signum)
+    _redelivered.discard(signum)
     raise KeyboardInterrupt
+
+
+def _redeliver_lost_stop(previous: Callable[[Any], None]) -> Callable[[Any], None]:
+    """A :data:`sys.unraisablehook` that does not lose a stop signal.
+
+    A handler's exception raised while a finalizer runs (``Popen.__del__`` at garbage
+    collection) cannot leave the finalizer: Python prints "Exception ignored" with a
+    traceback and the run goes on. The signal is marked as arrived again instead, by a
+    thread that waits until this hook has returned (marked from here, the handler would
+    run inside the hook and be lost the same way), so that it is raised in ordinary code;
+    anything else goes to the previous hook.
+    """
+
+    def hook(unraisable: Any) -> None:
+        error = unraisable.exc_value
+        if not isinstance(error, Terminated | KeyboardInterrupt):
+            previous(unraisable)
+            return
+        signum = error.signum if isinstance(error, Terminated) else signal.SIGINT
+        _redelivered.add(signum)
+        returned = threading.Lock()
+        returned.acquire()
+
+        def mark_again() -> None:
+            with returned:
+                _thread.interrupt_main(signum)
+
+        threading.Thread(target=mark_again, name="bpvideo-signal", daemon=True).start()
+        returned.release()  # the last call: no Python line of this hook runs after it
+
+    return hook
 
 
 @contextmanager
@@ -308,9 +348,12 @@ def _sigterm_raises(process_exit: bool = False) -> Iterator[None]:
             previous[signum] = signal.signal(signum, _raise_interrupt)
         elif signum != signal.SIGINT and handler is not signal.SIG_IGN:
             previous[signum] = signal.signal(signum, _raise_terminated)
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _redeliver_lost_stop(unraisable)
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if process_exit else handler)
         if process_exit:

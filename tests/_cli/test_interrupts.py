@@ -304,3 +304,44 @@ def test_encoders_stopped_by_a_signal_are_no_disk_failure(long_clip: Path, tmp_p
     last = stderr.strip().splitlines()[-1]
     assert "no output was kept" in last and "disk" not in stderr
     _assert_nothing_left(out, stderr)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_signal_arriving_in_a_finalizer_still_stops_the_command(
+    signum: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A signal whose handler runs inside ``__del__`` (a ``Popen`` collected mid-run) is
+    not lost as an "Exception ignored" traceback: the command still stops, said once."""
+    import gc
+    import logging
+
+    from bpvideo._cli.console import _sigterm_raises
+    from bpvideo.errors import Terminated
+
+    class SignalledWhileCollected:
+        def __del__(self) -> None:
+            signal.raise_signal(signum)
+            sum(range(1000))  # the handler runs here, inside the finalizer
+
+    expected = KeyboardInterrupt if signum == signal.SIGINT else Terminated
+    logger = logging.getLogger("bpvideo")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+    before = signal.signal(signum, default)
+    try:
+        with pytest.raises(expected), _sigterm_raises():
+            SignalledWhileCollected()
+            gc.collect()
+            # raised again once the finalizer is over: marked by a thread, whose turn
+            # comes within Python's switch interval (5 ms); the bound only ends a failure
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                sum(range(10))
+            pytest.fail("the signal was lost in the finalizer")
+    finally:
+        signal.signal(signum, before)
+        logger.setLevel(level)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.count("bpvideo: stopping: received signal") == 1
