@@ -37,7 +37,7 @@ from bpvideo.batch.report import BatchReport, Progress, events_path, format_tabl
 from bpvideo.errors import BpvideoError, InputError, Terminated, literal
 from bpvideo.limits import REPORT_SUFFIX
 from bpvideo.sinks.guard import Access, check_access, logfile_access, separate_access
-from bpvideo.sinks.outputs import signals_deferred
+from bpvideo.sinks.outputs import remove_killed, remove_stale_staging, signals_deferred
 
 __all__ = [
     "BatchOptions",
@@ -433,6 +433,21 @@ def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> li
     return todo
 
 
+def _remove_interrupted(todo: list[Job], report: BatchReport, existing: set[str]) -> None:
+    """Remove what the local workers ended after :data:`~bpvideo.batch.pool.GRACE`
+    (killed before they could tidy up) left of their jobs: staging folders, the lock,
+    and an output folder the job created (one that existed before the batch stays)."""
+    killed = [int(item[0]) for item in report.state.get("worker_processes", [])]
+    for job in todo:
+        if report.entries[job.index]["status"] != "interrupted":
+            continue
+        folder = Path(job.output)
+        if job.output in existing:
+            remove_stale_staging(folder, killed=killed)
+        else:
+            remove_killed(folder, killed=killed)
+
+
 def _run(
     todo: list[Job],
     report: BatchReport,
@@ -443,6 +458,7 @@ def _run(
 ) -> int:
     """Run the jobs; 0, or ``128 + signal`` when SIGTERM or SIGINT stopped the batch."""
     progress = Progress(total=len(todo), enabled=options.progress)
+    existing = {job.output for job in todo if os.path.lexists(job.output)}
     try:
         if todo:
             pool = (
@@ -459,6 +475,7 @@ def _run(
         progress.close()
         with signals_deferred():
             report.interrupted(signum)
+            _remove_interrupted(todo, report, existing)
         counts = report.state["counts"]
         done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         print(

@@ -30,7 +30,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -122,13 +122,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Path]:
+def remove_stale_staging(
+    folder: Path, prefix: str = STAGING_PREFIX, killed: Collection[int] = ()
+) -> list[Path]:
     """Remove ``.bpvideo-partial-*`` folders that a killed run left in ``folder``.
 
     A staging folder is stale when it is older than this process and the process that
-    made it (its pid is in the name) is gone. A run killed by SIGKILL cannot clean up; its
-    staging folder is hidden and never holds ``summary.json`` in OUTDIR, so it is never
-    mistaken for a result, and the next run into the same OUTDIR removes it.
+    made it (its pid is in the name) is gone, or when that process is one of ``killed``
+    (a batch's workers it has just ended: younger than the batch, and surely gone). A
+    run killed by SIGKILL cannot clean up; its staging folder is hidden and never holds
+    ``summary.json`` in OUTDIR, so it is never mistaken for a result, and the next run
+    into the same OUTDIR removes it.
 
     Returns
     -------
@@ -143,13 +147,14 @@ def remove_stale_staging(folder: Path, prefix: str = STAGING_PREFIX) -> list[Pat
     for entry in entries:
         if not entry.name.startswith(prefix) or not (entry.is_dir() or prefix != STAGING_PREFIX):
             continue
+        match = re.match(re.escape(prefix) + r"(\d+)-", entry.name)
+        owner = int(match.group(1)) if match else None
         try:
-            if entry.stat().st_mtime >= _PROCESS_START:
+            if owner not in killed and entry.stat().st_mtime >= _PROCESS_START:
                 continue
         except OSError:
             continue
-        match = re.match(re.escape(prefix) + r"(\d+)-", entry.name)
-        if match and int(match.group(1)) != os.getpid() and _pid_alive(int(match.group(1))):
+        if owner is not None and owner != os.getpid() and owner not in killed and _pid_alive(owner):
             continue
         if entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
@@ -248,13 +253,14 @@ def release_lock(folder: Path, fd: int) -> None:
     os.close(fd)
 
 
-def remove_killed(folder: Path) -> bool:
+def remove_killed(folder: Path, killed: Collection[int] = ()) -> bool:
     """Remove what a killed run left in ``folder``, a result folder that never completed
-    (no ``summary.json``): its stale staging folders, its lock file when no run holds it,
-    and the folder itself once empty. Whether the folder is gone."""
+    (no ``summary.json``): its stale staging folders (see :func:`remove_stale_staging`
+    for ``killed``), its lock file when no run holds it, and the folder itself once
+    empty. Whether the folder is gone."""
     if (folder / SUMMARY).exists():
         return False
-    remove_stale_staging(folder)
+    remove_stale_staging(folder, killed=killed)
     lock = folder / LOCK_NAME
     if lock.exists():
         try:

@@ -73,3 +73,31 @@ def test_a_run_that_finished_meanwhile_is_not_replaced(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="already holds results"), late:
         pass
     assert output_files(target) == ["summary.json"]
+
+
+def test_what_a_killed_worker_left_is_removed_only_when_its_owner_is_known_gone(
+    tmp_path: Path,
+) -> None:
+    """A staging folder younger than this process is kept (its owner may be a run in
+    another pid namespace) unless its pid is one this process killed (a batch's worker):
+    then it goes, with the lock and the folder the job created; a complete result stays."""
+    import subprocess
+    import sys
+
+    from bpvideo.sinks.outputs import LOCK_NAME, STAGING_PREFIX, remove_killed
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    pid = int(gone.stdout)
+    job = tmp_path / "job"
+    staging = job / f"{STAGING_PREFIX}{pid}-abc"
+    staging.mkdir(parents=True)
+    (staging / "masks.npz").write_bytes(b"partial")
+    (job / LOCK_NAME).write_text(str(pid))
+    assert not remove_killed(job) and staging.is_dir()
+    assert remove_killed(job, killed=[pid]) and not job.exists()
+
+    done = tmp_path / "done"
+    (done / f"{STAGING_PREFIX}{pid}-abc").mkdir(parents=True)
+    (done / "summary.json").write_text("{}")
+    assert not remove_killed(done, killed=[pid]) and (done / "summary.json").is_file()
