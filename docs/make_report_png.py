@@ -42,7 +42,7 @@ def main() -> None:
             [chromium, "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--no-first-run", f"--user-data-dir={Path(tmp) / 'profile'}",
-             "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1000,1000",
+             "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1200,1200",
              (out / "report.html").as_uri()],
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip

@@ -16,8 +16,8 @@ __all__ = ["PICTURE_WIDTHS", "burn_label", "draw_foreground", "thumbnail"]
 #: pixels repeated) so that its burnt-in time can be read, a larger one reduced (a night of
 #: events at 1080p would otherwise make a page of hundreds of MB).
 PICTURE_WIDTHS = (480, 960)
-#: Height of the burnt-in time, as a share of the picture's width: 18 px when the report
-#: shows the picture 400 px wide.
+#: Height of the burnt-in time, as a share of the picture's width: 16 px when the report
+#: shows the picture 360 px wide.
 LABEL_SHARE = 0.045
 _TINT = np.array([0, 0, 255], dtype=np.float32)  # red, BGR
 _BOX = (0, 255, 255)  # yellow

@@ -176,7 +176,7 @@ def test_pictures_open_whole_and_links_point_at_files_that_exist(page, result: P
         tr = page.find_element("id", f"event-{row['event']}")
         img = tr.find_element("css selector", "a.thumb img")
         natural = page.execute_script("return arguments[0].naturalWidth", img)
-        assert natural >= 480 and img.size["width"] == 400  # a 48-px frame, enlarged
+        assert natural >= 480 and img.size["width"] == 360  # a 48-px frame, enlarged
         clip = tr.find_element("css selector", "a.clip").get_attribute("href")
         path = Path(unquote(urlparse(clip).path))
         assert path == result / "clips" / f"event_{int(row['event']):04d}.mp4" and path.is_file()
@@ -193,7 +193,7 @@ def test_pictures_open_whole_and_links_point_at_files_that_exist(page, result: P
     viewer = page.find_element("id", "viewer-img")
     assert page.find_element("id", "viewer").get_attribute("open") is not None
     assert viewer.get_attribute("src") == first.find_element("tag name", "img").get_attribute("src")
-    assert viewer.size["width"] >= 480  # the whole picture, not the 400-px thumbnail
+    assert viewer.size["width"] >= 480  # the whole picture, not the 360-px thumbnail
 
 
 def test_the_regions_and_the_line_are_drawn_where_they_are(page, result: Path):

@@ -25,7 +25,7 @@ from bpvideo.sinks.report.tables import (
 __all__ = ["render"]
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1100px}
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 h1{font-size:1.4em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em}
 #run{color:#444;margin:0 0 .6em}#tally{font-size:1.1em;font-weight:600}
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 6px;
@@ -34,7 +34,7 @@ text-align:right;vertical-align:middle}th{background:#f2f2f2;text-align:center}
 #plot .axis,#plot .tick{stroke:#555}#plot .grid{stroke:#e5e5e5}
 #plot .threshold{stroke:#2c7be5;stroke-dasharray:4 3}#plot text{font-size:12px;fill:#333}
 #plot .axis-title{font-size:13px;fill:#222}
-#events img{width:400px;display:block}.into{color:#777;font-size:.85em}
+#events img{width:360px;display:block}.into{color:#777;font-size:.85em}
 #stage{position:relative;width:min(100%,720px);cursor:crosshair;line-height:0}
 #stage img{width:100%;display:block;image-rendering:pixelated}
 #overlay{position:absolute;left:0;top:0;width:100%;height:100%}

@@ -54,7 +54,7 @@ def _watch(e: Event, links: Links) -> str:
         at = clock(e.start_seconds, None)
         out.append(f'<a class="overlay" href="{html.escape(links.overlay)}#t='
                    f'{e.start_seconds:.3f}">overlay at {at}</a>')  # fmt: skip
-    return " ".join(out) or "—"
+    return " ".join(out) or '<span title="run with --clips or --overlay">—</span>'
 
 
 def events_table(data: ReportData) -> str:
