@@ -276,3 +276,26 @@ def test_the_picker_gives_the_clicked_pixels_as_options_the_cli_accepts(page, wi
     assert page.find_element("id", "picker-text").get_property("value").endswith('"5,20 44,20"')
     page.find_element("id", "picker-clear").click()
     assert page.find_element("id", "picker-text").get_property("value") == ""
+
+
+def test_the_picker_gives_pixels_of_the_input_when_the_still_is_scaled(browser, tmp_path: Path):
+    """With ``--scale 0.5`` the still has half the input's pixels: a click in its pixel
+    ``j`` is pixel ``2 j`` of the input (the options are in pixels of the input)."""
+    from bpvideo.sinks.report import report_html
+
+    _, png = cv2.imencode(".png", np.full((H, W, 3), 128, np.uint8))
+    page = report_html(title="half.mp4", series=(np.zeros(1), np.zeros(1)), events=[],
+                       thumbs={}, background_png=png.tobytes(),
+                       settings={"scale": 0.5, "count_line": ("0,10 95,10",)},
+                       facts={})  # fmt: skip
+    path = tmp_path / "report.html"
+    path.write_text(page)
+    browser.set_window_size(*WINDOW)
+    browser.get(path.as_uri())
+    line = browser.find_element("css selector", "#overlay .count-line line")
+    assert [float(line.get_attribute(k)) for k in ("x1", "y1", "x2", "y2")] == [0.5, 5.5, 48.0, 5.5]
+    _mode(browser, "line")
+    _click_pixels(browser, [(3, 4), (W - 1, H - 1)])
+    text = browser.find_element("id", "picker-text").get_property("value")
+    assert text == f'--count-line "6,8 {2 * W - 2},{2 * H - 2}"'
+    assert parse_line(_accepted(text).count_line[0]) == (6.0, 8.0, 2.0 * W - 2, 2.0 * H - 2)
