@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.sinks.clips import cut_clip, keyframe_at
-from bpvideo.sinks.event_report import draw_foreground, report_html
+from bpvideo.sinks.event_report import draw_foreground
 from bpvideo.sinks.event_stream import EventStream, block_times, event_options, events_csv
 from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
+from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import tracks_objects
 from bpvideo.sinks.writers import VideoStream
 from bpvideo.sources.regions import region_mask
@@ -259,9 +260,11 @@ class ReportSink:
         """Nothing: :class:`EventsSink` keeps the thumbnails."""
 
     def close(self) -> None:
-        """Stage ``report.html``."""
+        """Stage ``report.html`` (after the other sinks: it links to their files)."""
         sink = self.events
-        still = self.outdir.stage("background.png")
+        folder = self.outdir.stage("report.html").parent
+        still = folder / "background.png"
+        tracked = sink.objects.summary() if sink.objects is not None else {}
         page = report_html(
             title=sink.source.name,
             series=sink.stream.series.arrays(),
@@ -276,6 +279,11 @@ class ReportSink:
                 sink.source.height,
                 sink.source.fps,
             ),
+            objects=read_objects(folder / "objects.csv") if sink.objects is not None else None,
+            object_count=tracked.get("objects"),
+            counts=tracked.get("counts"),
+            links=Links.of(folder, sink.events),
+            start=wall_clock(getattr(self.settings, "start_time", None)),
         )
         atomic_write_bytes(self.outdir.stage("report.html"), page.encode())
 

@@ -18,11 +18,11 @@ from bpvideo.errors import InputError, literal, shown
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
 from bpvideo.limits import FPS_RANGE, MAX_FRAMES, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
-from bpvideo.sinks.event_report import report_html
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
 from bpvideo.sinks.guard import Access, check_access, region_reads
 from bpvideo.sinks.outputs import SUMMARY, atomic_write_bytes, signals_deferred, write_json
+from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import OUTPUTS
 from bpvideo.sources.headers import decode_image, read_image, read_text
 from bpvideo.sources.regions import region_mask
@@ -250,6 +250,11 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
             facts=report_facts(
                 str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
             ),
+            objects=read_objects(outdir / "objects.csv"),
+            object_count=summary.get("objects"),
+            counts=summary.get("counts"),
+            links=Links.of(outdir, found, clips=False),  # the clips are the old events'
+            start=wall_clock(summary.get("start_time")),
         )
         changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
         summary["settings"] = {**summary.get("settings", {}), **changed}
