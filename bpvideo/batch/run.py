@@ -58,6 +58,8 @@ THREAD_ENV = (
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 )
+#: Options a job's error names as ``bpvideo batch`` takes them (the others as config keys).
+BATCH_FLAGS = {"overwrite": "--overwrite"}
 DASK_MISSING = (
     "--executor dask needs dask.distributed, which is not installed: pip install 'bpvideo[dask]'"
 )
@@ -112,7 +114,7 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
             events=summary.events,
         )
     except BpvideoError as exc:
-        result["error"] = exc.message
+        result["error"] = exc.render(BATCH_FLAGS)
     except MemoryError:
         result["error"] = f"{job.input}: out of memory: use --scale, --frames or fewer --workers"
     except Exception as exc:  # a bug must not take the other jobs down
@@ -303,6 +305,8 @@ class BatchOptions:
     scheduler: str | None = None
     report: str | None = None
     resume: bool = False
+    #: ``--overwrite``: every job replaces the results of an earlier run
+    overwrite: bool = False
     dry_run: bool = False
     progress: bool = True
     #: ``--logfile``: checked by the guard like the report, then ``checked`` is called
@@ -350,7 +354,13 @@ def run_batch(
         Invalid config (:class:`~bpvideo.batch.config.ConfigError`), bad options, Dask
         missing.
     """
+    if options.resume and options.overwrite:
+        raise InputError("--resume and --overwrite cannot go together (--resume keeps the "
+                         "complete results, --overwrite replaces them): give one")  # fmt: skip
     config = load_config(config_path)
+    if options.overwrite:
+        for job in config.jobs:
+            job.settings["overwrite"] = True
     executor_name, scheduler, workers = _executor(config, options)
     path = report_path(config, options)
     fix = (
