@@ -426,6 +426,9 @@ def batch(
 
     verbosity = verbosity_level(verbose, quiet)
     configure_logging(verbosity)  # --logfile once the guard has seen it (run_batch)
+    if resume and overwrite:
+        raise InputError("--resume and --overwrite cannot go together (--resume keeps the "
+                         "complete results, --overwrite replaces them): give one")  # fmt: skip
     options = BatchOptions(
         workers=workers,
         executor=executor,

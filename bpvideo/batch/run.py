@@ -305,8 +305,7 @@ class BatchOptions:
     scheduler: str | None = None
     report: str | None = None
     resume: bool = False
-    #: ``--overwrite``: every job replaces the results of an earlier run
-    overwrite: bool = False
+    overwrite: bool = False  #: every job replaces an earlier run's results
     dry_run: bool = False
     progress: bool = True
     #: ``--logfile``: checked by the guard like the report, then ``checked`` is called
@@ -354,13 +353,9 @@ def run_batch(
         Invalid config (:class:`~bpvideo.batch.config.ConfigError`), bad options, Dask
         missing.
     """
-    if options.resume and options.overwrite:
-        raise InputError("--resume and --overwrite cannot go together (--resume keeps the "
-                         "complete results, --overwrite replaces them): give one")  # fmt: skip
     config = load_config(config_path)
-    if options.overwrite:
-        for job in config.jobs:
-            job.settings["overwrite"] = True
+    for job in config.jobs if options.overwrite else ():  # as 'overwrite: true' in each
+        job.settings["overwrite"] = True
     executor_name, scheduler, workers = _executor(config, options)
     path = report_path(config, options)
     fix = (

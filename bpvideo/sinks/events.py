@@ -88,7 +88,7 @@ class EventsSink:
 
     def close(self) -> None:
         """Find the last events; stage ``events.csv`` (``frames.csv`` is written)."""
-        self.events = self.stream.finish()
+        self.events = [e.timed(self.source.clock) for e in self.stream.finish()]
         if self.mode == "objects" and self.objects is not None:
             self.events = self.objects.events()
         else:
@@ -284,15 +284,16 @@ class ReportSink:
 
 
 class TableSink:
-    """The frame table and events of :func:`bpvideo.separate` (arrays: the table is kept
-    whole, as the masks are).
+    """The frame table, events and objects of :func:`bpvideo.separate` (arrays: the table
+    is kept whole, as the masks are).
 
     Parameters
     ----------
     source : FrameSource
         The frames (rate, mask numbers).
     settings : SeparateSettings
-        The event options, regions and ``step``.
+        The event options, regions and ``step``; ``events`` and ``count_line`` (objects
+        tracked when :func:`~bpvideo.sinks.table.tracks_objects`).
     """
 
     def __init__(self, source: FrameSource, settings: SeparateSettings) -> None:
@@ -303,19 +304,39 @@ class TableSink:
         self.recorder = EventRecorder(fps, region, **event_options(settings))
         self.table = FrameTable.empty()
         self.events: list[Event] = []
+        #: The objects (rows kept in memory), when tracked.
+        self.objects = ObjectsSink(None, source, settings) if tracks_objects(settings) else None
+        self.mode = settings.events
 
     def open(self) -> None:
-        """Nothing to start."""
+        """Start the objects' rows."""
+        if self.objects is not None:
+            self.objects.open()
 
     def write(self, block: Block) -> None:
-        """Count a block's masks."""
+        """Count a block's masks; track its blobs."""
         numbers = [self.source.mask_number(n) for n in block.numbers]
         times = block_times(self.source, block.numbers, numbers, self.recorder.fps)
         self.recorder.add(numbers, times, block.masks)
+        if self.objects is not None:
+            self.objects.write(block)
 
     def close(self) -> None:
-        """Find the events."""
+        """Find the events (the objects' with ``events="objects"``)."""
         self.table, self.events = self.recorder.finish()
+        if self.objects is not None:
+            self.objects.close()
+            if self.mode == "objects":
+                self.events = self.objects.events()
+
+    def found(self) -> dict[str, Any]:
+        """What :class:`~bpvideo.sinks.arrays.Separation` gets besides the arrays:
+        ``events``, ``frames`` and, when tracked, ``objects``, ``tracks`` (the rows of
+        ``objects.csv`` and ``tracks.csv``) and ``counts``."""
+        found: dict[str, Any] = {"events": self.events, "frames": self.table}
+        if self.objects is not None:
+            found.update(self.objects.kept(), counts=self.objects.summary().get("counts"))
+        return found
 
     def abort(self) -> None:
         """Nothing to stop."""
