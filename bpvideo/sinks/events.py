@@ -154,7 +154,7 @@ class ClipsSink:
         if self.recording is not None:
             self.stream = VideoStream(self.recording, source.fps, crf=settings.crf,
                                       preset=settings.preset)  # fmt: skip
-        self.origin: float | None = None  # the recording's first frame, in stream time
+        self.origin: int | None = None  # the mask number of the recording's first frame
 
     def open(self) -> None:
         """Make the folder (an empty one says: no event); start the recording."""
@@ -167,8 +167,8 @@ class ClipsSink:
         once the events are known)."""
         if self.stream is None or not len(block):
             return
-        if self.origin is None:  # after EventsSink.write of the block: its times
-            self.origin = float(self.events.last_rows.times[0])
+        if self.origin is None:  # after EventsSink.write of the block: its numbers
+            self.origin = int(self.events.last_rows.numbers[0])
         self.stream.write(block.frames)
 
     def close(self) -> None:
@@ -193,9 +193,12 @@ class ClipsSink:
             )
 
     def _clip(self, e: Event) -> tuple[Path, int]:
-        """The file of event ``e``'s clip and its frame count."""
+        """The file of event ``e``'s clip and its frame count (a recording: its frames,
+        whatever their arrival times; a file: its time at the input's rate)."""
         native = self.events.fps
         count = max(1, round((e.end_seconds - e.start_seconds) * native))
+        if self.recording is not None:
+            count = e.end_frame - e.start_frame + 1
         return self.folder / f"event_{e.event:04d}.mp4", count
 
     def _cut(self, path: str, e: Event, first: int, origin: float | None) -> None:
@@ -214,10 +217,9 @@ class ClipsSink:
         assert self.recording is not None
         sink = self.events
         origin = keyframe_at(str(self.recording), 0.0) if sink.events else None
-        start = self.origin or 0.0
-        for e in sink.events:
-            first = max(0, round((e.start_seconds - start) * sink.fps))
-            self._cut(str(self.recording), e, first, origin)
+        start = self.origin or 1
+        for e in sink.events:  # by frame: a live stream's times are its arrival times
+            self._cut(str(self.recording), e, max(0, e.start_frame - start), origin)
 
     def _encode_frames(self, e: Event) -> None:
         from bpvideo.sources.files import open_source
