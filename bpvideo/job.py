@@ -257,11 +257,7 @@ def _open(
         allow_references=settings.allow_references,
         strict=settings.strict,
     )
-    try:
-        source.clock = input_clock(input, settings.start_time, source, settings.allow_references)
-    except BaseException:
-        source.close()
-        raise
+    source.clock = input_clock(input, settings.start_time, source, settings.allow_references)
     return source, None
 
 

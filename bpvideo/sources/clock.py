@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 import os
 import subprocess
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,7 @@ from bpvideo.times import WallClock, parse_time_of_day
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.sources.stream import FrameSource
 
-__all__ = ["ArrivalClock", "RecentTimes", "container_time", "input_clock"]
+__all__ = ["ArrivalClock", "ContainerClock", "RecentTimes", "container_time", "input_clock"]
 
 logger = logging.getLogger("bpvideo")
 
@@ -69,15 +70,47 @@ def _fds(name: str) -> tuple[int, ...]:
 
 def input_clock(
     input: str, start_time: str | None, source: FrameSource, references: bool = False
-) -> WallClock:
+) -> WallClock | ContainerClock:
     """The clock of a file's, a folder's or stdin's frames: ``start_time`` (the option),
     else the ``creation_time`` of a video file's container, else unknown."""
     if start_time is not None:
         return WallClock(parse_time_of_day(start_time), "option")
     if input == "-" or source.numbering != "index" or not os.path.isfile(input):
         return WallClock()
-    found = container_time(input, references)
-    return WallClock(found, "container") if found is not None else WallClock()
+    return ContainerClock(input, references)
+
+
+class ContainerClock:
+    """The clock of a video file's ``creation_time`` (:func:`container_time`), read by a
+    thread while the frames are read and solved (an ffmpeg run: 0.1 to 0.2 s), waited for
+    when a time of day is first asked (:meth:`at`, :meth:`to_dict`)."""
+
+    def __init__(self, path: str, references: bool = False) -> None:
+        self._clock: WallClock | None = None
+        self._thread = threading.Thread(target=self._read, args=(path, references),
+                                        name="bpvideo-creation-time", daemon=True)  # fmt: skip
+        self._thread.start()
+
+    def _read(self, path: str, references: bool) -> None:
+        try:
+            found = container_time(path, references)
+        except (OSError, InputError):  # no ffmpeg, a file gone: no time of day
+            found = None
+        self._clock = WallClock(found, "container") if found is not None else WallClock()
+
+    @property
+    def clock(self) -> WallClock:
+        """The clock, once read (unknown if ffmpeg did not answer in time)."""
+        self._thread.join(TAGS_TIMEOUT + 5.0)
+        return self._clock or WallClock()
+
+    def at(self, seconds: float) -> str | None:
+        """:meth:`WallClock.at` of the container's clock."""
+        return self.clock.at(seconds)
+
+    def to_dict(self) -> dict[str, str | None]:
+        """:meth:`WallClock.to_dict` of the container's clock."""
+        return self.clock.to_dict()
 
 
 class RecentTimes(dict):
