@@ -55,10 +55,11 @@ class Event:
         ``start_time`` and ``end_time`` in seconds (not columns of ``events.csv``).
     first, last : int
         Rows of the frame table (not columns of ``events.csv``).
-    start_time_of_day, end_time_of_day : str or None
+    start_time_of_day, end_time_of_day : str
         ``start_time`` and ``end_time`` as times of day, ISO 8601 with the offset of the
         input's clock (:class:`~bpvideo.times.WallClock`: set by the outputs, see
-        :meth:`timed`); None (an empty cell) when the input's time of day is unknown.
+        :meth:`timed`); empty when the input's time of day is unknown (as the cell of
+        ``events.csv``: summary.json's events are its rows).
     """
 
     event: int
@@ -76,13 +77,13 @@ class Event:
     end_seconds: float = 0.0
     first: int = 0
     last: int = 0
-    start_time_of_day: str | None = None
-    end_time_of_day: str | None = None
+    start_time_of_day: str = ""
+    end_time_of_day: str = ""
 
     def timed(self, clock: WallClock) -> Event:
         """This event with its times of day on ``clock`` (the input's seconds' clock)."""
-        return replace(self, start_time_of_day=clock.at(self.start_seconds),
-                       end_time_of_day=clock.at(self.end_seconds))  # fmt: skip
+        return replace(self, start_time_of_day=clock.at(self.start_seconds) or "",
+                       end_time_of_day=clock.at(self.end_seconds) or "")  # fmt: skip
 
     def row(self) -> dict[str, Any]:
         """The row of ``events.csv`` (and of summary.json's ``"events"``)."""

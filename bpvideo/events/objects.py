@@ -188,7 +188,7 @@ class TrackedObject:
 
     def row(self, clock: WallClock | None = None) -> dict[str, Any]:
         """The row of ``objects.csv``; its times of day on ``clock`` (the input's seconds'
-        clock: None, or one that does not know, leaves them empty)."""
+        clock: None, or one that does not know, leaves them empty: ``""``)."""
         clock = clock or WallClock()
         duration = max(0.0, self.last_end - self.first_seconds)
         x, y, w, h = self.box
@@ -198,8 +198,8 @@ class TrackedObject:
                 "x": x, "y": y, "w": w, "h": h, "area": self.area,
                 "speed": round(self.path / duration, 2) if duration > 0 else 0.0,
                 "regions": " ".join(str(r) for r in sorted(self.regions)),
-                "first_time_of_day": clock.at(self.first_seconds),
-                "last_time_of_day": clock.at(self.last_end)}  # fmt: skip
+                "first_time_of_day": clock.at(self.first_seconds) or "",
+                "last_time_of_day": clock.at(self.last_end) or ""}  # fmt: skip
 
 
 @dataclass(frozen=True)

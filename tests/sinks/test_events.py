@@ -68,7 +68,7 @@ def test_events_csv_rows_are_summary_events(result: Path):
     summary = json.loads((result / "summary.json").read_text())
     assert len(rows) == len(summary["events"]) == 2
     for row, event in zip(rows, summary["events"], strict=True):
-        assert row == {k: "" if v is None else str(v) for k, v in event.items()}
+        assert row == {k: str(v) for k, v in event.items()}
     assert summary["outputs"]["events"] == "events.csv"
 
 
