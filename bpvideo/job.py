@@ -55,6 +55,7 @@ from bpvideo.sinks.raw import RawMaskSink
 from bpvideo.sinks.result import ResultFolder, Solved
 from bpvideo.sinks.segments import MaskStreamSink, SegmentSink
 from bpvideo.solvers._common import Callback
+from bpvideo.sources.clock import input_clock
 from bpvideo.sources.files import FrameSource, check_input_name, open_source
 from bpvideo.sources.live import LiveReader, check_live_options, is_live, open_live
 from bpvideo.sources.regions import region_mask
@@ -256,6 +257,7 @@ def _open(
         allow_references=settings.allow_references,
         strict=settings.strict,
     )
+    source.clock = input_clock(input, settings.start_time, source, settings.allow_references)
     return source, None
 
 
@@ -338,7 +340,8 @@ def _beside(job: Job, live: bool) -> list[Sink]:
             return block_times(source, frames, numbers, source.fps)
 
         sinks.append(LiveEventSink(settings.events_to, detector, source.mask_number, times,
-                                   region))  # fmt: skip
+                                   region, source.clock,
+                                   LiveEventSink.objects_of(source, settings)))  # fmt: skip
     return sinks
 
 

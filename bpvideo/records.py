@@ -321,7 +321,9 @@ class Report:
     "causes"}``, see :mod:`bpvideo.sources.accounting`), ``seconds``;
     ``learned`` (a learned background: where it was learned), ``evaluation`` (with ground
     truth) and ``events`` (the rows of ``events.csv``) when there are some; ``objects``
-    (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder.
+    (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder;
+    ``start_time`` (ISO 8601: the time of day at second 0 of ``times``, null when unknown)
+    and ``start_time_source`` (``option``, ``container`` or ``arrival``).
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -352,6 +354,8 @@ class Report:
     events: list[dict[str, Any]] | None = None
     objects: int | None = None
     counts: dict[str, Any] | None = None
+    start_time: str | None = None
+    start_time_source: str | None = None
     bpvideo_version: str = __version__
 
     @property
@@ -394,6 +398,7 @@ class Report:
             out["objects"] = self.objects
         if self.counts is not None:
             out["counts"] = self.counts
+        out.update(start_time=self.start_time, start_time_source=self.start_time_source)
         return json.loads(json.dumps(out, default=_json_default))
 
     def __getitem__(self, key: str) -> Any:

@@ -48,6 +48,9 @@ __all__ = [
 
 logger = logging.getLogger("bpvideo")
 
+#: Options a job's error names as ``bpvideo batch`` takes them (the others as config keys).
+BATCH_FLAGS = {"overwrite": "--overwrite"}
+
 
 def default_workers() -> int:
     """Cores this process may use (its affinity and cgroup quota: :mod:`bpvideo.cores`)."""
@@ -98,7 +101,7 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
             events=summary.events,
         )
     except BpvideoError as exc:
-        result["error"] = exc.message
+        result["error"] = exc.render(BATCH_FLAGS)
     except MemoryError:
         result["error"] = f"{job.input}: out of memory: use --scale, --frames or fewer --workers"
     except Exception as exc:  # a bug must not take the other jobs down
@@ -203,6 +206,7 @@ class BatchOptions:
     scheduler: str | None = None
     report: str | None = None
     resume: bool = False
+    overwrite: bool = False  #: every job replaces an earlier run's results
     dry_run: bool = False
     progress: bool = True
     #: ``--logfile``: checked by the guard like the report, then ``checked`` is called
@@ -251,6 +255,8 @@ def run_batch(
         missing.
     """
     config = load_config(config_path)
+    for job in config.jobs if options.overwrite else ():  # as 'overwrite: true' in each
+        job.settings["overwrite"] = True
     executor_name, scheduler, workers = _executor(config, options)
     path = report_path(config, options)
     fix = (

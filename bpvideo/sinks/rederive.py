@@ -26,6 +26,7 @@ from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import OUTPUTS
 from bpvideo.sources.headers import decode_image, read_image, read_text
 from bpvideo.sources.regions import region_mask
+from bpvideo.times import WallClock, parse_time_of_day
 
 __all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
 
@@ -172,6 +173,15 @@ def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
     return frame_times(numbers, fps)
 
 
+def _clock(summary: dict[str, Any]) -> WallClock:
+    """The clock of the run's seconds (summary.json's ``start_time``), unknown without."""
+    try:
+        origin = parse_time_of_day(summary["start_time"])
+    except (KeyError, InputError):  # an earlier version's summary, or none known
+        return WallClock()
+    return WallClock(origin, summary.get("start_time_source"))
+
+
 def _read_mask(path: Path, shape: tuple[int, int]) -> np.ndarray:
     """One mask of OUTDIR, of the size its summary says (``shape``: height, width)."""
     image = decode_image(path, cv2.IMREAD_GRAYSCALE)  # from its bytes: any name
@@ -239,7 +249,7 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     stream = EventStream(staged, fps, region, settings)
     try:
         _read_all(outdir, numbers, times, stream, backdrop)
-        found = stream.finish()
+        found = [e.timed(_clock(summary)) for e in stream.finish()]
         page = report_html(
             title=str(summary.get("input", outdir)),
             series=stream.series.arrays(),
