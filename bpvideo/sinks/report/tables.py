@@ -73,8 +73,16 @@ def events_table(data: ReportData) -> str:
         cells = [
             _cell(picture),
             _cell(e.event, event=e.event),
-            _cell(_when(e.start_time, e.start_seconds, data.start), start_time=e.start_time),
-            _cell(_when(e.end_time, e.end_seconds, data.start), end_time=e.end_time),
+            _cell(
+                _when(e.start_time, e.start_seconds, data.start),
+                start_time=e.start_time,
+                start_time_of_day=e.start_time_of_day,
+            ),
+            _cell(
+                _when(e.end_time, e.end_seconds, data.start),
+                end_time=e.end_time,
+                end_time_of_day=e.end_time_of_day,
+            ),
             _cell(f"{e.duration:.2f}", duration=e.duration),
             _cell(f"{100 * e.peak_area:.2f}", peak_area=e.peak_area),
             _cell(_box(e.x, e.y, e.w, e.h), x=e.x, y=e.y, w=e.w, h=e.h),
@@ -98,8 +106,16 @@ def objects_table(rows: Sequence[dict[str, str]], total: int | None) -> str:
     for r in rows:
         cells = [
             _cell(html.escape(r["object"]), object=r["object"]),
-            _cell(html.escape(r["first_time"]), first_time=r["first_time"]),
-            _cell(html.escape(r["last_time"]), last_time=r["last_time"]),
+            _cell(
+                html.escape(r["first_time"]),
+                first_time=r["first_time"],
+                first_time_of_day=r.get("first_time_of_day", ""),
+            ),
+            _cell(
+                html.escape(r["last_time"]),
+                last_time=r["last_time"],
+                last_time_of_day=r.get("last_time_of_day", ""),
+            ),
             _cell(html.escape(r["duration"]), duration=r["duration"]),
             _cell(
                 f"{html.escape(r['first_frame'])}–{html.escape(r['last_frame'])}",
