@@ -11,7 +11,7 @@ wall seconds of each run (process start to exit), their CPU seconds (user + sys 
 child and of the ffmpeg processes it waited for: ``RUSAGE_CHILDREN``, steadier than wall
 time on a shared machine) and the differences; whether the first run logged the
 compilation (once) and the second did not; whether the two runs' masks are the same
-bytes.
+bytes (and the first 12 digits of their SHA-256, to compare versions).
 
 By default the bpvideo of this checkout runs (on ``PYTHONPATH``); ``--python`` runs the
 one installed in another environment, which is what a user gets::
@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> None:
                     out = Path(tmp) / f"out-{spec}-{rep}-{which}"
                     got = one_run(args.python, clip, out, child_env)
                     runs[which].append(got)
-                    print(f"  {got['wall']:.2f} s wall, {got['cpu']:.2f} CPU s", file=sys.stderr)
+                    print(f"  {got['wall']:.2f} s wall, {got['cpu']:.2f} CPU s, masks "
+                          f"{got['masks'][:12]}", file=sys.stderr)  # fmt: skip
                     subprocess.run(["rm", "-rf", str(out)], check=False)
                 subprocess.run(["rm", "-rf", str(cache)], check=False)
             rows.append((spec, runs))
@@ -104,8 +105,9 @@ def print_table(rows: list, args: argparse.Namespace) -> None:
     print(f"\n{args.frames} frames, median of {args.repeat} rounds, {time.strftime('%Y-%m-%d')}, "
           f"python {args.python}\n")  # fmt: skip
     print("| size | first s | second s | first - second s | first CPU s | second CPU s "
-          "| first - second CPU s | compile logged first / second | masks same |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| first - second CPU s | compile logged first / second | masks same "
+          "| masks sha256 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for spec, runs in rows:
         first, second = runs["first"], runs["second"]
         med = {k: statistics.median(r[k] for r in first) for k in ("wall", "cpu")}
@@ -116,7 +118,8 @@ def print_table(rows: list, args: argparse.Namespace) -> None:
         logged = f"{max(r['compiles'] for r in first)} / {max(r['compiles'] for r in second)}"
         same = "yes" if all(a["masks"] == b["masks"] for a, b in pairs) else "NO"
         print(f"| {spec} | {med['wall']:.2f} | {med2['wall']:.2f} | {gap:.2f} | {med['cpu']:.2f} "
-              f"| {med2['cpu']:.2f} | {gap_cpu:.2f} | {logged} | {same} |")  # fmt: skip
+              f"| {med2['cpu']:.2f} | {gap_cpu:.2f} | {logged} | {same} "
+              f"| {first[0]['masks'][:12]} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,11 @@
 """The numba kernels of :mod:`bpvideo.solvers.backends.numba` (imported on first use).
 
 Each kernel is compiled on first use and cached on disk (``cache=True``); without a
-writable cache it is compiled in each process (a few seconds). Reductions are compiled
-with ``fastmath={"reassoc", "contract"}`` so that they vectorize. See
-:mod:`bpvideo.solvers.backends` for what each computes; the numpy backend is the reference.
+writable cache it is compiled in each process (a few seconds). The public kernels take
+the range of their rows (or chunks, or columns) to compute, as two last arguments.
+Reductions are compiled with ``fastmath={"reassoc", "contract"}`` so that they
+vectorize. See :mod:`bpvideo.solvers.backends` for what each computes; the numpy backend
+is the reference.
 """
 
 from __future__ import annotations

@@ -1,19 +1,22 @@
-"""The numba backend: compiled kernels of the best-pair solver (numba: a dependency
-since issue 39; ``BPVIDEO_NUMBA=0`` turns it off).
+"""The numba backend: compiled kernels of the best-pair solver (numba: a dependency since
+issue 39; ``BPVIDEO_NUMBA=0`` turns it off).
 
 See :mod:`bpvideo.solvers.backends` for what each kernel computes; the numpy backend is
 the reference, and tests compare the two. The kernels (:mod:`._numba_kernels`) are
 compiled on first use and cached on disk (``cache=True``); without a writable cache they
-are compiled in each process (a few seconds). Reductions are compiled with
-``fastmath={"reassoc", "contract"}`` so that they vectorize: sums are then accumulated in
-another order than numpy's, which changes results at the level of rounding only. Besides
-the thresholds of the current ``W``, :meth:`NumbaBackend.fused_step` returns the row
-thresholds of the next ``W_s`` (its row is in cache) and the first product of the rank-r
-projection.
+are compiled in each process (a few seconds). They are serial, each over a range of its
+rows (or chunks, or columns): :func:`_run` splits the range among ``--threads`` threads
+(numba's ``parallel=True`` did the same split at three times the compilation).
+Reductions are compiled with ``fastmath={"reassoc", "contract"}`` so that they
+vectorize: sums are then accumulated in another order than numpy's, which changes
+results at the level of rounding only. Besides the thresholds of the current ``W``,
+:meth:`NumbaBackend.fused_step` returns the row thresholds of the next ``W_s`` (its row
+is in cache) and the first product of the rank-r projection.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
@@ -60,6 +63,8 @@ def _threads(size: int) -> int:
 
 _POOL: list[ThreadPoolExecutor] = []
 _POOL_LOCK = threading.Lock()
+# A forked child has none of the parent's threads: it makes its own pool.
+os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
