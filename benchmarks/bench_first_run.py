@@ -19,6 +19,11 @@ one installed in another environment, which is what a user gets::
     python3 -m venv /tmp/v39 && /tmp/v39/bin/pip install .
     python benchmarks/bench_first_run.py --python /tmp/v39/bin/python --repeat 3
     python benchmarks/bench_first_run.py --sizes 1280x720 --repeat 1   # this checkout
+    python benchmarks/bench_first_run.py --compile-only --repeat 3     # the kernels alone
+
+``--compile-only`` times what the compilation costs without the run around it: in a
+child, the CPU seconds to get the solver's and the masks' kernels into an empty cache,
+then in another child to load them from it.
 """
 
 from __future__ import annotations
@@ -68,6 +73,38 @@ def one_run(python: str, clip: Path, out: Path, env: dict) -> dict:
         "compiles": done.stderr.count(COMPILE_LINE),
         "masks": masks_digest(out / "masks"),
     }
+
+
+#: A child's work in ``--compile-only``: the solver's and the masks' kernels, loaded (or
+#: compiled) as a run's warm-up threads do; prints its CPU seconds.
+WARM = """
+import time
+start = time.process_time()
+from bpvideo.solvers.backends import get_backend
+from bpvideo.masks.appearances import warm_up
+get_backend("numba").warm_up()
+warm_up()
+print("cpu", time.process_time() - start)
+"""
+
+
+def compile_only(args: argparse.Namespace) -> None:
+    """The kernels alone, in children: CPU seconds to compile them into an empty cache,
+    then to load them from it (medians of ``--repeat`` rounds, each a new cache)."""
+    env = e2e._env() if args.python == sys.executable else dict(os.environ)
+    seconds: dict[str, list[float]] = {"compile": [], "load": []}
+    with tempfile.TemporaryDirectory(prefix="bpvideo-first-") as tmp:
+        for rep in range(args.repeat):
+            child_env = {**env, "NUMBA_CACHE_DIR": str(Path(tmp) / f"numba-{rep}")}
+            for which in ("compile", "load"):
+                done = subprocess.run([args.python, "-c", WARM], env=child_env,
+                                      capture_output=True, text=True, check=True)  # fmt: skip
+                cpu = float(done.stdout.split()[-1])
+                seconds[which].append(cpu)
+                print(f"round {rep + 1}: {which} {cpu:.2f} CPU s", file=sys.stderr)
+    med = {k: statistics.median(v) for k, v in seconds.items()}
+    print(f"\nkernels (solver + masks), median of {args.repeat}, python {args.python}: "
+          f"compile {med['compile']:.2f} CPU s, load {med['load']:.2f} CPU s")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> None:
@@ -132,7 +169,16 @@ def main(argv: list[str] | None = None) -> int:
         default=sys.executable,
         help="a Python with bpvideo installed (default: this one, running this checkout)",
     )
-    run(parser.parse_args(argv))
+    parser.add_argument(
+        "--compile-only",
+        action="store_true",
+        help="time only the kernels' compilation and load, in children (no clip)",
+    )
+    args = parser.parse_args(argv)
+    if args.compile_only:
+        compile_only(args)
+    else:
+        run(args)
     return 0
 
 
