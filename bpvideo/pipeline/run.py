@@ -239,11 +239,25 @@ def _first_frames_scene(
 
 def _warm_up(job: Job) -> WarmUp | None:
     """Load the compiled kernels in a thread while the frames are read, when a solve will
-    use them; and the masks' match of HD frames in another (not waited for: a first
-    use waits on numba's lock while it compiles)."""
-    source, settings, plan = job.source, job.settings, job.plan
+    use them; and the masks' match of HD frames in another, once the solver's are loaded
+    (numba compiles one kernel at a time: the solve, which waits for its kernels, comes
+    first; the masks' match is not waited for, its first use waits on numba's lock)."""
+    source, settings = job.source, job.settings
+    warm = _warm_solver(job)
     if settings.masks.appearances and source.width * source.height >= COMPILED_FRAME:
-        threading.Thread(target=warm_appearances, name="bpvideo-warm-masks", daemon=True).start()
+
+        def masks() -> None:
+            if warm is not None:
+                threading.Thread.join(warm)  # its error is the solve's to raise
+            warm_appearances()
+
+        threading.Thread(target=masks, name="bpvideo-warm-masks", daemon=True).start()
+    return warm
+
+
+def _warm_solver(job: Job) -> WarmUp | None:
+    """The solver's part of :func:`_warm_up` (None: its solve uses no compiled kernel)."""
+    source, settings, plan = job.source, job.settings, job.plan
     if not on_backend(settings.method):
         return None
     if plan.device == "cuda":

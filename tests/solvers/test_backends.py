@@ -201,3 +201,41 @@ def test_backends_are_chosen_once_per_solve(backend: Backend) -> None:
     result = best_pair(p.A, 2, 0.05, backend=backend, tol=1e-8, sweeps=0, max_iter=300)
     assert np.linalg.norm(result.L - p.L) / np.linalg.norm(p.L) < 1e-5
     assert backend.xp is np and isinstance(backend.name, str)
+
+
+def test_numba_kernels_are_serial_and_any_split_gives_the_same_bits(monkeypatch) -> None:
+    """The kernels are compiled serial (``parallel=True`` compiles three times longer: the
+    first run after an install, issue 39); the backend splits their rows among threads,
+    and every split gives the same bits as one thread."""
+    if not HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    from bpvideo import cores
+    from bpvideo.solvers.backends import _numba_kernels as kernels
+    from bpvideo.solvers.backends import numba as nb
+
+    dispatchers = [v for v in vars(kernels).values() if hasattr(v, "targetoptions")]
+    assert len(dispatchers) >= 7
+    assert not any(d.targetoptions.get("parallel") for d in dispatchers)
+    monkeypatch.setattr(cores, "_STATE", dict(cores._STATE))
+    monkeypatch.setattr(nb, "PARALLEL_MIN_SIZE", 0)  # split even this small matrix
+    monkeypatch.setattr(kernels.numba.config, "NUMBA_NUM_THREADS", 8)
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((997, 61)).astype(np.float32)
+    A[rng.random(A.shape) < 0.2] = 0  # ties at zero
+    mask = rng.random(A.shape) > 0.1
+    U, V = rng.standard_normal((997, 2)).astype(np.float32), rng.standard_normal((61, 2))
+    block = rng.standard_normal((61, 4)).astype(np.float32)
+    backend = get_backend("numba")
+    answers = []
+    for threads in (1, 3, 8):
+        cores.use(threads)
+        W, Sp, Wl = A.copy(), 0.5 * A, 0.3 * A
+        thr = backend.thresholds(W, 12, 150)
+        sq, Y, rows = backend.fused_step(
+            W, Sp, Wl, A, mask, thr, (U, V), (U, V), 0.4, 0.3, 0.2, 12, block=block
+        )
+        backend.apply_thresholds(Sp, backend.thresholds(Sp, 12, 150, rows=rows))
+        got = [*thr, W, Sp, Wl, Y, *rows, np.array(list(sq.values()))]
+        got += [backend.matmul(A, block), backend.t_matmul(A, U), backend.row_median(A, mask)]
+        answers.append([np.ascontiguousarray(g).tobytes() for g in got])
+    assert answers[0] == answers[1] == answers[2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba")
@@ -33,3 +34,35 @@ def test_a_compilation_is_logged_once_at_info(caplog):
     debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert any("twice" in m for m in debug) and any("thrice" in m for m in debug)
     assert len(debug) == 2
+
+
+def test_a_fresh_cache_compiles_once_then_loads_with_the_same_masks(tmp_path):
+    """The first run on an empty numba cache (a fresh install) says once that it compiles,
+    the second loads the kernels silently, and the masks are the same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    import cv2
+
+    from tests.conftest import process_env, read_masks, street_frames
+
+    frames, _ = street_frames(n=160, w=112, h=84)  # 4.5 M entries: the numba solver
+    (tmp_path / "clip" / "input").mkdir(parents=True)
+    for i, frame in enumerate(frames, start=1):
+        cv2.imwrite(str(tmp_path / "clip" / "input" / f"in{i:06d}.png"), frame)
+    env = {**process_env(), "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    said, masks = [], []
+    for run in ("first", "second"):
+        out = tmp_path / run
+        done = subprocess.run(
+            [sys.executable, "-m", "bpvideo", "separate", str(tmp_path / "clip"), "-o",
+             str(out), "--no-video"],
+            env=env, capture_output=True, text=True, timeout=600, check=True,
+        )  # fmt: skip
+        said.append(done.stderr.count("compiling the fast kernels with numba"))
+        masks.append(read_masks(out / "masks"))
+    assert said == [1, 0]
+    assert os.listdir(tmp_path / "numba")  # the kernels were cached there
+    assert masks[0].any()
+    assert np.array_equal(masks[0], masks[1])

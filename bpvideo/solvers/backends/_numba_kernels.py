@@ -1,9 +1,11 @@
 """The numba kernels of :mod:`bpvideo.solvers.backends.numba` (imported on first use).
 
 Each kernel is compiled on first use and cached on disk (``cache=True``); without a
-writable cache it is compiled in each process (a few seconds). Reductions are compiled
-with ``fastmath={"reassoc", "contract"}`` so that they vectorize. See
-:mod:`bpvideo.solvers.backends` for what each computes; the numpy backend is the reference.
+writable cache it is compiled in each process (a few seconds). The public kernels take
+the range of their rows (or chunks, or columns) to compute, as two last arguments.
+Reductions are compiled with ``fastmath={"reassoc", "contract"}`` so that they
+vectorize. See :mod:`bpvideo.solvers.backends` for what each computes; the numpy backend
+is the reference.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ watch_compiles()  # a compilation (the first run after an install) is logged, no
 
 _jit = numba.njit(cache=True, nogil=True, fastmath=False)
 _FAST = {"reassoc", "contract"}
-_pjit = numba.njit(cache=True, nogil=True, parallel=True, fastmath=_FAST)
+# Serial kernels over a range of their rows (or chunks, or columns), run side by side by
+# threads of :mod:`bpvideo.solvers.backends.numba` (they hold no interpreter lock): the
+# same work as numba's ``parallel=True`` and ``prange`` over the whole range, for a third
+# of the compilation (20 -> 7 CPU seconds, the first run after an install; issue 39).
+_kjit = numba.njit(cache=True, nogil=True, fastmath=_FAST)
 
 
 @_jit
@@ -143,7 +149,8 @@ def _low_rank_row(out, D, dense, U, VT, i):
             out[j] += u * VT[q, j]
 
 
-def _nb_fused_py(
+@_kjit
+def fused(
     W,
     Sp,
     Wl,
@@ -173,14 +180,17 @@ def _nb_fused_py(
     out_rc,
     Y,
     sums,
+    lo,
+    hi,
 ):
+    """Chunks ``lo`` to ``hi`` of the fused step (of ``sums.shape[0]`` chunks of rows)."""
     m, n = W.shape
     p = VwT.shape[0]
     zero = W.dtype.type(0)
     chunks = sums.shape[0]
     # Rows in chunks (one set of row buffers each); each row in short loops over few
     # arrays, so that they vectorize.
-    for ch in numba.prange(chunks):
+    for ch in range(lo, hi):
         lk = np.empty(n, dtype=W.dtype)
         lp = np.empty(n, dtype=W.dtype)
         sk = np.empty(n, dtype=W.dtype)
@@ -274,9 +284,11 @@ def _nb_fused_py(
         sums[ch, 4] = c_e
 
 
-def _nb_row_thresholds_py(W, k, thr, cut):
-    m, n = W.shape
-    for i in numba.prange(m):
+@_kjit
+def row_thresholds(W, k, thr, cut, lo, hi):
+    """Rows ``lo`` to ``hi``: their thresholds and cut-offs."""
+    n = W.shape[1]
+    for i in range(lo, hi):
         buf = np.empty(n, dtype=W.dtype)
         for j in range(n):
             buf[j] = abs(W[i, j])
@@ -285,68 +297,69 @@ def _nb_row_thresholds_py(W, k, thr, cut):
         cut[i] = _row_cut(W[i], t, k)
 
 
-def _nb_col_thresholds_py(W, k, lo, hi, thr, cut, groups):
-    m, n = W.shape
+@_kjit
+def col_thresholds(W, k, lo, hi, thr, cut, j0, j1):
+    """Columns ``j0`` to ``j1`` (one group): their thresholds and cut-offs."""
+    m = W.shape[0]
     cap = min(m, 2 * k + 64)
-    for gi in numba.prange(groups):
-        j0 = gi * n // groups
-        j1 = (gi + 1) * n // groups
-        width = j1 - j0
-        # Each group of columns streams along the rows (contiguous reads), counting
-        # the entries of each column above its bracket and gathering those inside it
-        # (see _kth_bracket; a full bracket falls back to the whole column).
-        buf = np.empty((width, cap), dtype=W.dtype)
-        cnt = np.zeros(width, dtype=np.int64)
-        above = np.zeros(width, dtype=np.int64)
-        lo_ = lo[j0:j1].copy()
-        hi_ = hi[j0:j1].copy()
-        for i in range(m):
-            Wi = W[i]
-            for jj in range(width):
-                v = abs(Wi[j0 + jj])
-                above[jj] += v > hi_[jj]
-                if v > lo_[jj] and v <= hi_[jj]:
-                    g = cnt[jj]
-                    if g < cap:
-                        buf[jj, g] = v
-                        cnt[jj] = g + 1
-        col = np.empty(m, dtype=W.dtype)
+    width = j1 - j0
+    # The group streams along the rows (contiguous reads), counting
+    # the entries of each column above its bracket and gathering those inside it
+    # (see _kth_bracket; a full bracket falls back to the whole column).
+    buf = np.empty((width, cap), dtype=W.dtype)
+    cnt = np.zeros(width, dtype=np.int64)
+    above = np.zeros(width, dtype=np.int64)
+    lo_ = lo[j0:j1].copy()
+    hi_ = hi[j0:j1].copy()
+    for i in range(m):
+        Wi = W[i]
         for jj in range(width):
-            g = cnt[jj]
-            up = above[jj]
-            if g < cap and up < k <= up + g:
-                vals = buf[jj]
-            else:  # the guess was off: the whole column
-                for i in range(m):
-                    col[i] = abs(W[i, j0 + jj])
-                vals = col
-                g = m
-                up = 0
-            t = _select(vals, g, g - (k - up))
-            thr[j0 + jj] = t
-            greater = up
-            equal = 0
-            for i in range(g):
-                v = vals[i]
-                greater += v > t
-                equal += v == t
-            need = k - greater
-            c = m
-            if equal > need:  # more ties than places: the row order breaks them
-                seen = 0
-                for i in range(m):
-                    if abs(W[i, j0 + jj]) == t:
-                        seen += 1
-                        if seen == need:
-                            c = i
-                            break
-            cut[j0 + jj] = c
+            v = abs(Wi[j0 + jj])
+            above[jj] += v > hi_[jj]
+            if v > lo_[jj] and v <= hi_[jj]:
+                g = cnt[jj]
+                if g < cap:
+                    buf[jj, g] = v
+                    cnt[jj] = g + 1
+    col = np.empty(m, dtype=W.dtype)
+    for jj in range(width):
+        g = cnt[jj]
+        up = above[jj]
+        if g < cap and up < k <= up + g:
+            vals = buf[jj]
+        else:  # the guess was off: the whole column
+            for i in range(m):
+                col[i] = abs(W[i, j0 + jj])
+            vals = col
+            g = m
+            up = 0
+        t = _select(vals, g, g - (k - up))
+        thr[j0 + jj] = t
+        greater = up
+        equal = 0
+        for i in range(g):
+            v = vals[i]
+            greater += v > t
+            equal += v == t
+        need = k - greater
+        c = m
+        if equal > need:  # more ties than places: the row order breaks them
+            seen = 0
+            for i in range(m):
+                if abs(W[i, j0 + jj]) == t:
+                    seen += 1
+                    if seen == need:
+                        c = i
+                        break
+        cut[j0 + jj] = c
 
 
-def _nb_apply_py(W, rt, rc, ct, cc):
-    m, n = W.shape
+@_kjit
+def apply(W, rt, rc, ct, cc, lo, hi):
+    """``T_alpha`` on rows ``lo`` to ``hi``, in place."""
+    n = W.shape[1]
     zero = W.dtype.type(0)
-    for i in numba.prange(m):
+    for i in range(lo, hi):
         t = rt[i]
         c = rc[i]
         for j in range(n):
@@ -356,10 +369,12 @@ def _nb_apply_py(W, rt, rc, ct, cc):
             W[i, j] = w if keep else zero
 
 
-def _nb_matmul_py(M, VT, Y):
-    m, n = M.shape
+@_kjit
+def matmul(M, VT, Y, lo, hi):
+    """Rows ``lo`` to ``hi`` of ``M V``."""
+    n = M.shape[1]
     p = VT.shape[0]
-    for i in numba.prange(m):
+    for i in range(lo, hi):
         for q in range(p):
             acc = 0.0
             for j in range(n):
@@ -367,11 +382,13 @@ def _nb_matmul_py(M, VT, Y):
             Y[i, q] = acc
 
 
-def _nb_t_matmul_py(M, Q, out):
+@_kjit
+def t_matmul(M, Q, out, lo, hi):
+    """Chunks ``lo`` to ``hi`` (of ``out.shape[0]``) of ``M^T Q``, one partial sum each."""
     m, n = M.shape
     p = Q.shape[1]
     chunks = out.shape[0]
-    for ci in numba.prange(chunks):
+    for ci in range(lo, hi):
         i0 = ci * m // chunks
         i1 = (ci + 1) * m // chunks
         acc = out[ci]
@@ -385,9 +402,11 @@ def _nb_t_matmul_py(M, Q, out):
                     acc[q, j] += y * M[i, j]
 
 
-def _nb_row_median_py(A, mask, has_mask, out):
-    m, n = A.shape
-    for i in numba.prange(m):
+@_kjit
+def row_median(A, mask, has_mask, out, lo, hi):
+    """Rows ``lo`` to ``hi``: their medians (of the observed entries)."""
+    n = A.shape[1]
+    for i in range(lo, hi):
         buf = np.empty(n, dtype=A.dtype)
         g = 0
         for j in range(n):
@@ -406,17 +425,3 @@ def _nb_row_median_py(A, mask, has_mask, out):
             for j in range(1, half):
                 lower = max(lower, buf[j])
             out[i] = (lower + upper) / 2
-
-
-#: One compiled (and disk-cached) parallel variant of each kernel; small problems run
-#: it on one thread (a second, serial variant of the same function would share its
-#: cache entry and be recompiled in every process).
-KERNELS = {
-    "fused": _pjit(_nb_fused_py),
-    "row_thresholds": _pjit(_nb_row_thresholds_py),
-    "col_thresholds": _pjit(_nb_col_thresholds_py),
-    "apply": _pjit(_nb_apply_py),
-    "matmul": _pjit(_nb_matmul_py),
-    "t_matmul": _pjit(_nb_t_matmul_py),
-    "row_median": _pjit(_nb_row_median_py),
-}

@@ -1,18 +1,25 @@
-"""The numba backend: compiled kernels of the best-pair solver (numba: a dependency
-since issue 39; ``BPVIDEO_NUMBA=0`` turns it off).
+"""The numba backend: compiled kernels of the best-pair solver (numba: a dependency since
+issue 39; ``BPVIDEO_NUMBA=0`` turns it off).
 
 See :mod:`bpvideo.solvers.backends` for what each kernel computes; the numpy backend is
 the reference, and tests compare the two. The kernels (:mod:`._numba_kernels`) are
 compiled on first use and cached on disk (``cache=True``); without a writable cache they
-are compiled in each process (a few seconds). Reductions are compiled with
-``fastmath={"reassoc", "contract"}`` so that they vectorize: sums are then accumulated in
-another order than numpy's, which changes results at the level of rounding only. Besides
-the thresholds of the current ``W``, :meth:`NumbaBackend.fused_step` returns the row
-thresholds of the next ``W_s`` (its row is in cache) and the first product of the rank-r
-projection.
+are compiled in each process (a few seconds). They are serial, each over a range of its
+rows (or chunks, or columns): :func:`_run` splits the range among ``--threads`` threads
+(numba's ``parallel=True`` did the same split at three times the compilation).
+Reductions are compiled with ``fastmath={"reassoc", "contract"}`` so that they
+vectorize: sums are then accumulated in another order than numpy's, which changes
+results at the level of rounding only. Besides the thresholds of the current ``W``,
+:meth:`NumbaBackend.fused_step` returns the row thresholds of the next ``W_s`` (its row
+is in cache) and the first product of the rank-r projection.
 """
 
 from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
 import numpy as np
 
@@ -54,12 +61,36 @@ def _threads(size: int) -> int:
     return max(1, min(_numba().numba.config.NUMBA_NUM_THREADS, cores.threads()))
 
 
-def _k(name: str, size: int):
-    nb = _numba()
-    threads = _threads(size)
-    if nb.numba.get_num_threads() != threads:
-        nb.numba.set_num_threads(threads)
-    return nb.KERNELS[name]
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+# A forked child has none of the parent's threads: it makes its own pool.
+os.register_at_fork(after_in_child=_POOL.clear)
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """A thread pool of at least ``workers`` threads, kept for the process."""
+    with _POOL_LOCK:
+        if not _POOL or _POOL[0]._max_workers < workers:
+            _POOL[:] = [ThreadPoolExecutor(workers, thread_name_prefix="bpvideo-kernel")]
+        return _POOL[0]
+
+
+def _run(name: str, size: int, total: int, *args) -> None:
+    """Kernel ``name`` over ``range(total)`` (its rows, chunks or columns), split in
+    contiguous parts among :func:`_threads` threads: the caller's, and the others from a
+    pool (the kernels hold no interpreter lock). Each index is computed alone, whatever
+    the split, so the result does not depend on the number of threads."""
+    kernel = getattr(_numba(), name)
+    parts = min(_threads(size), total)
+    if parts <= 1:
+        kernel(*args, 0, total)
+        return
+    bounds = [part * total // parts for part in range(parts + 1)]
+    pool = _pool(parts - 1)
+    futures = [pool.submit(kernel, *args, lo, hi) for lo, hi in pairwise(bounds[1:])]
+    kernel(*args, bounds[0], bounds[1])
+    for future in futures:
+        future.result()
 
 
 _NO_MASK = np.ones((1, 1), dtype=bool)
@@ -101,7 +132,6 @@ def _nb_col_thresholds(W, k_col, col_guess):
     m, n = W.shape
     ct = np.empty(n, dtype=W.dtype)
     cc = np.empty(n, dtype=np.int64)
-    groups = _threads(W.size)
     margin = PIVOT_MARGIN
     if col_guess is None and m >= 64 * SAMPLE_STEP and k_col >= 8 * SAMPLE_STEP:
         # no guess: the thresholds of every SAMPLE_STEP-th row, with a wider bracket
@@ -109,7 +139,7 @@ def _nb_col_thresholds(W, k_col, col_guess):
         col_guess = _nb_col_thresholds(sub, max(1, round(k_col * sub.shape[0] / m)), None)[0]
         margin = SAMPLE_MARGIN
     lo, hi = _bracket(col_guess, n, W.dtype, margin)
-    _k("col_thresholds", W.size)(W, k_col, lo, hi, ct, cc, min(groups, n))
+    _run("col_thresholds", W.size, n, W, k_col, lo, hi, ct, cc)
     return ct, cc
 
 
@@ -137,8 +167,8 @@ class NumbaBackend:
             Y = np.empty((m, VwT.shape[0]), dtype=np.float64)
         has = mask is not None
         sums = np.empty((min(m, 64), 5), dtype=np.float64)
-        _k("fused", W.size)(
-            W, Sp, Wl, A, mask if has else _NO_MASK, has,
+        _run(
+            "fused", W.size, sums.shape[0], W, Sp, Wl, A, mask if has else _NO_MASK, has,
             *_factors_or_dense(L, dtype), *_factors_or_dense(Lp, dtype), *thr,
             dtype.type(a), dtype.type(b), dtype.type(h), k_row,
             *_bracket(row_guess, m, dtype), VwT, rt, rc, Y, sums,
@@ -152,33 +182,33 @@ class NumbaBackend:
         if rows is None:
             rt = np.empty(W.shape[0], dtype=W.dtype)
             rc = np.empty(W.shape[0], dtype=np.int64)
-            _k("row_thresholds", W.size)(W, k_row, rt, rc)
+            _run("row_thresholds", W.size, W.shape[0], W, k_row, rt, rc)
         else:
             rt, rc = rows
         return (rt, rc, *_nb_col_thresholds(W, k_col, col_guess))
 
     def apply_thresholds(self, W, thr) -> None:
         """See :meth:`Backend.apply_thresholds`."""
-        _k("apply", W.size)(W, *thr)
+        _run("apply", W.size, W.shape[0], W, *thr)
 
     def matmul(self, M, V):
         """See :meth:`Backend.matmul`."""
         Y = np.empty((M.shape[0], V.shape[1]), dtype=np.float64)
-        _k("matmul", M.size)(M, np.ascontiguousarray(V.T, dtype=M.dtype), Y)
+        _run("matmul", M.size, M.shape[0], M, np.ascontiguousarray(V.T, dtype=M.dtype), Y)
         return Y
 
     def t_matmul(self, M, Q):
         """See :meth:`Backend.t_matmul`."""
         chunks = 8 if M.size >= PARALLEL_MIN_SIZE else 1
         out = np.empty((chunks, Q.shape[1], M.shape[1]), dtype=np.float64)
-        _k("t_matmul", M.size)(M, np.ascontiguousarray(Q, dtype=M.dtype), out)
+        _run("t_matmul", M.size, chunks, M, np.ascontiguousarray(Q, dtype=M.dtype), out)
         return out.sum(axis=0).T
 
     def row_median(self, A, mask=None):
         """See :meth:`Backend.row_median`."""
         out = np.empty(A.shape[0], dtype=np.float64)
         has = mask is not None
-        _k("row_median", A.size)(A, mask if has else _NO_MASK, has, out)
+        _run("row_median", A.size, A.shape[0], A, mask if has else _NO_MASK, has, out)
         return out
 
     def warm_up(self, dtype: type = np.float32) -> None:
