@@ -321,7 +321,9 @@ class Report:
     "causes"}``, see :mod:`bpvideo.sources.accounting`), ``seconds``;
     ``learned`` (a learned background: where it was learned), ``evaluation`` (with ground
     truth) and ``events`` (the rows of ``events.csv``) when there are some; ``objects``
-    (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder.
+    (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder;
+    ``incomplete`` (a run stopped by a signal: the frames kept, ``{"frames", "of",
+    "last_frame", "resume"}``; never in a complete result).
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -352,6 +354,7 @@ class Report:
     events: list[dict[str, Any]] | None = None
     objects: int | None = None
     counts: dict[str, Any] | None = None
+    incomplete: dict[str, Any] | None = None
     bpvideo_version: str = __version__
 
     @property
@@ -394,6 +397,8 @@ class Report:
             out["objects"] = self.objects
         if self.counts is not None:
             out["counts"] = self.counts
+        if self.incomplete is not None:
+            out["incomplete"] = self.incomplete
         return json.loads(json.dumps(out, default=_json_default))
 
     def __getitem__(self, key: str) -> Any:
