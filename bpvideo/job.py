@@ -269,8 +269,8 @@ def _drain(
         if checkpoint is not None:
             if getattr(results, "report", None) is not None:  # complete already
                 checkpoint.remove()
-            else:
-                keep_incomplete(job, out_path, checkpoint, reopen)
+            elif not keep_incomplete(job, out_path, checkpoint, reopen):
+                remove_created(created)
         raise
     except BpvideoError as exc:
         if checkpoint is not None and not job.settings.resume:  # a resumed one stays

@@ -160,14 +160,15 @@ def _replayed(
 
 def keep_incomplete(
     job: Job, out_path: str, checkpoint: Checkpoint, reopen: Callable[[], FrameSource]
-) -> None:
+) -> bool:
     """After a stop: write the saved windows as a result marked incomplete (summary.json's
     ``incomplete``), and say what was kept (:data:`~bpvideo.sinks.outputs.KEPT`). Another
-    signal meanwhile leaves the checkpoint alone (``--resume`` still finishes the run)."""
+    signal meanwhile leaves the checkpoint alone (``--resume`` still finishes the run).
+    Whether anything was kept."""
     saved = read_checkpoint(Path(out_path))
-    if saved is None:
+    if saved is None:  # no window was finished
         checkpoint.remove()
-        return
+        return False
     out = Path(out_path)
     KEPT.append(f"{saved.span()} kept in {out / CHECKPOINT} (no result written yet)")
     # raw masks to a pipe were streamed already; ground truth scores every frame
@@ -187,6 +188,7 @@ def keep_incomplete(
         source.close()
     KEPT[-1] = f"{saved.span()} kept in {out} (incomplete)"
     logger.info("wrote %s: %s of the input, marked incomplete", out, saved.span())
+    return True
 
 
 def remove_created(created: list[Path]) -> None:
