@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import logging
 import os
 import signal
@@ -47,9 +46,9 @@ from bpvideo.records import Block, Report, Stopwatch
 from bpvideo.resume import (
     check_resume,
     keep_incomplete,
+    missing_folders,
     remove_created,
-    resumable,
-    start_checkpoint,
+    with_checkpoint,
 )
 from bpvideo.settings import SeparateSettings, parse_size, parse_span, parse_time, settings_of
 from bpvideo.sinks import Sink, drain
@@ -226,7 +225,7 @@ def run_job(
             blocks, solved = _blocks(job, input, reader, learned)
             results = _results(out_path, job, solved, live)
             reopen = lambda: _open(input, settings, None, stop, False)[0]  # noqa: E731
-            checkpoint, blocks = _checkpoint(job, input, out_path, live, blocks, reopen)
+            checkpoint, blocks = with_checkpoint(job, input, out_path, live, blocks, reopen)
             _drain(job, out_path, blocks, [results, *_beside(job, live)], checkpoint, reopen)
         finally:
             source.close()
@@ -242,26 +241,13 @@ def run_job(
     return outcome
 
 
-def _checkpoint(
-    job: Job, input: str, out_path: str, live: bool, blocks: Iterable[Block],
-    reopen: Callable[[], FrameSource],
-) -> tuple[Checkpoint | None, Iterable[Block]]:  # fmt: skip
-    """The checkpoint of a file solved window by window (None for other runs), and the
-    job's blocks (with ``--resume``, those of the windows kept first)."""
-    settings = job.settings
-    if not resumable(input, settings, live) or job.plan.window is None:
-        return None, blocks
-    checkpoint, replayed = start_checkpoint(job, input, out_path, reopen)
-    return checkpoint, blocks if replayed is None else itertools.chain(replayed, blocks)
-
-
 def _drain(
     job: Job, out_path: str, blocks: Iterable[Block], sinks: list[Sink],
     checkpoint: Checkpoint | None, reopen: Callable[[], FrameSource],
 ) -> None:  # fmt: skip
     """Hand the blocks to the sinks (and the checkpoint). Stopped by a signal, keep the
     finished windows as an incomplete result; failed, remove the checkpoint too."""
-    created = _missing(Path(out_path))
+    created = missing_folders(Path(out_path))
     results = sinks[0]
     try:
         drain(blocks, sinks if checkpoint is None else [*sinks, checkpoint], job.progress)
@@ -269,7 +255,7 @@ def _drain(
         if checkpoint is not None:
             if getattr(results, "report", None) is not None:  # complete already
                 checkpoint.remove()
-            elif not keep_incomplete(job, out_path, checkpoint, reopen):
+            elif not _keep(job, out_path, checkpoint, reopen):
                 remove_created(created)
         raise
     except BpvideoError as exc:
@@ -282,13 +268,16 @@ def _drain(
         raise _saying_kept(exc, kept, Path(out_path)) from exc
 
 
-def _missing(path: Path) -> list[Path]:
-    """The folders on the way to ``path`` that do not exist yet, deepest first."""
-    missing = []
-    while not path.exists() and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    return missing
+def _keep(
+    job: Job, out_path: str, checkpoint: Checkpoint, reopen: Callable[[], FrameSource]
+) -> bool:
+    """:func:`~bpvideo.resume.keep_incomplete` after a stop; a failure to write the result
+    (a full disk) is told, and the stop goes on (the checkpoint stays for ``--resume``)."""
+    try:
+        return keep_incomplete(job, out_path, checkpoint, reopen)
+    except BpvideoError as failed:
+        logger.warning("the finished windows stay in the checkpoint only: %s", failed)
+        return True
 
 
 def _open(

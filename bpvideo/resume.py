@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bpvideo.errors import InputError, literal
+from bpvideo.errors import BpvideoError, InputError, literal
 from bpvideo.pipeline.plan import Job
 from bpvideo.pipeline.run import carried_state
 from bpvideo.records import Block
@@ -34,7 +35,16 @@ from bpvideo.sinks.result import ResultFolder
 from bpvideo.sinks.table import SUMMARY
 from bpvideo.sources.files import FrameSource
 
-__all__ = ["check_resume", "keep_incomplete", "remove_created", "resumable", "start_checkpoint"]
+__all__ = [
+    "check_resume",
+    "keep_incomplete",
+    "missing_folders",
+    "remove_created",
+    "resumable",
+    "start_checkpoint",
+    "stopped",
+    "with_checkpoint",
+]
 
 logger = logging.getLogger("bpvideo")
 
@@ -125,6 +135,18 @@ def _check_same(saved: Saved, input: str, settings: SeparateSettings, where: str
         )
 
 
+def with_checkpoint(
+    job: Job, input: str, out_path: str, live: bool, blocks: Iterable[Block],
+    reopen: Callable[[], FrameSource],
+) -> tuple[Checkpoint | None, Iterable[Block]]:  # fmt: skip
+    """The checkpoint of a file solved window by window (None for other runs), and the
+    job's blocks (with ``--resume``, those of the windows kept first)."""
+    if not resumable(input, job.settings, live) or job.plan.window is None:
+        return None, blocks
+    checkpoint, replayed = start_checkpoint(job, input, out_path, reopen)
+    return checkpoint, blocks if replayed is None else itertools.chain(replayed, blocks)
+
+
 def start_checkpoint(
     job: Job, input: str, out_path: str, reopen: Callable[[], FrameSource]
 ) -> tuple[Checkpoint, Iterator[Block] | None]:
@@ -189,6 +211,26 @@ def keep_incomplete(
     KEPT[-1] = f"{saved.span()} kept in {out} (incomplete)"
     logger.info("wrote %s: %s of the input, marked incomplete", out, saved.span())
     return True
+
+
+def missing_folders(path: Path) -> list[Path]:
+    """The folders on the way to ``path`` that do not exist yet, deepest first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def stopped(input: str, output: str, settings: dict[str, Any]) -> bool:
+    """Whether ``output`` holds the checkpoint of a stopped run of ``input`` with these
+    settings (:meth:`SeparateSettings.to_dict`): ``--resume`` finishes it (``batch``)."""
+    try:
+        saved = read_checkpoint(Path(output))
+        now = identity(input, settings)
+    except (OSError, BpvideoError):
+        return False
+    return saved is not None and all(saved.run.get(k) == v for k, v in now.items())
 
 
 def remove_created(created: list[Path]) -> None:

@@ -142,8 +142,8 @@ def _init_worker(blas_threads: int, share: int | None = None) -> None:
 def completed(job: Job) -> bool:
     """Whether ``job.output`` holds a complete result of this very job (for ``--resume``).
 
-    Complete means: ``summary.json`` is there (it is written last), not marked
-    ``incomplete`` (the finished windows of a stopped run), its input is the
+    Complete means: ``summary.json`` is there (it is written last), not ``incomplete``
+    (the finished windows of a stopped run), its input is the
     job's input and its ``settings`` equal the job's (``overwrite`` aside, which does not
     change the result; options that a result of an older version does not record count
     at their defaults).
@@ -164,8 +164,7 @@ def completed(job: Job) -> bool:
     recorded = {name: value for name, value, _ in option_specs()} | recorded  # added options
     wanted = dict(job.settings)
     for free in ("overwrite", "resume"):  # they do not change the result
-        recorded.pop(free, None)
-        wanted.pop(free, None)
+        recorded.pop(free, None), wanted.pop(free, None)
     as_json = lambda d: json.loads(json.dumps(d))  # noqa: E731 - tuples are lists there
     return same_input and as_json(recorded) == as_json(wanted)
 
@@ -422,30 +421,19 @@ def job_accesses(config: BatchConfig, *, reads: bool) -> list[Access]:
     return found
 
 
-def stopped(job: Job) -> bool:
-    """Whether ``job.output`` holds the checkpoint of a stopped run of this job (its input
-    and settings): ``--resume`` finishes it from there."""
-    from bpvideo.sinks.checkpoint import identity, read_checkpoint
-
-    try:
-        saved = read_checkpoint(Path(job.output))
-        now = identity(job.input, job.settings)
-    except (OSError, BpvideoError):
-        return False
-    return saved is not None and all(saved.run.get(k) == v for k, v in now.items())
-
-
 def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> list[Job]:
     """The jobs to run; with ``--resume``, those complete already keep their earlier
     entry in the report (status, seconds...), and earlier workers still ending are
     waited for (they were told to stop when their batch died)."""
+    from bpvideo.resume import stopped
+
     earlier = read_report(report.path) if options.resume else {}
     wait_for(earlier.get("worker_processes", []))
     todo = []
     for job in config.jobs:
         if options.resume and completed(job):
             report.kept(job, earlier.get("by_job", {}).get((job.input, job.output)))
-        elif options.resume and stopped(job):  # goes on from the windows it kept
+        elif options.resume and stopped(job.input, job.output, job.settings):  # from its windows
             todo.append(dataclasses.replace(job, settings={**job.settings, "resume": True}))
         else:
             todo.append(job)
