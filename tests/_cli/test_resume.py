@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from bpvideo.batch.config import Job
-from bpvideo.batch.run import completed, stopped
+from bpvideo.batch.run import completed
+from bpvideo.resume import stopped
 from bpvideo.settings import SeparateSettings
 from bpvideo.sinks.checkpoint import CHECKPOINT
 from bpvideo.sinks.writers import write_video
@@ -116,13 +117,18 @@ def test_a_stop_keeps_the_finished_windows_and_resume_finishes_them(
     assert not any(p.name.startswith(".bpvideo-partial-") for p in out.iterdir())
     # never taken for a complete result
     job = Job(0, 0, 1, str(clip), str(out), _settings())
-    assert not completed(job) and stopped(job)
+    assert not completed(job) and stopped(job.input, job.output, job.settings)
+    # bpvideo events works on the frames kept, and the result stays incomplete
+    events = subprocess.run([sys.executable, "-m", "bpvideo", "events", str(out)],
+                            capture_output=True, text=True, env=_env(), timeout=600)  # fmt: skip
+    assert events.returncode == 0 and "an incomplete result" in events.stderr, events.stderr
+    assert json.loads((out / "summary.json").read_text())["incomplete"]["frames"] == kept
     again = _run(clip, "-o", out, *WINDOWS)
     assert again.returncode == 2 and "--resume" in again.stderr.strip().splitlines()[-1]
     resumed = _run(clip, "-o", out, *WINDOWS, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     _assert_same_result(out, whole)
-    assert completed(job) and not stopped(job)
+    assert completed(job) and not stopped(job.input, job.output, job.settings)
 
 
 def _settings() -> dict:
