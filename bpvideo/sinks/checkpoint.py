@@ -2,7 +2,8 @@
 a crash or SIGKILL (:class:`Checkpoint`, :func:`read_checkpoint`, :func:`replay`).
 
 A hidden folder in OUTDIR, :data:`CHECKPOINT`, holds per finished window its blocks'
-background and masks (``window-NNNNNN.npz``: the frames are the input's, read again), the
+background and masks (``window-NNNNNN.bin``, zlib: the background as differences
+from frame to frame, the masks as bits; the frames are the input's, read again), the
 state the window hands on to the next (``state-NNNNNN.npz``: warm start, reference
 background, detail, frames done) and ``run.json`` (the input, the settings, the windows
 saved), each written under a temporary name then renamed, ``run.json`` last: whatever
@@ -18,11 +19,11 @@ import json
 import logging
 import os
 import shutil
-import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -120,12 +121,14 @@ def replay(saved: Saved, frames: Iterator[tuple[int, np.ndarray]]) -> Iterator[B
             observed=window["observed"],
         )
         offset = 0
-        with np.load(saved.folder / f"window-{info.index:06d}.npz", allow_pickle=False) as data:
-            for j in range(window["blocks"]):
-                numbers = data[f"{j}_numbers"].tolist()
-                background = data[f"{j}_background"]
-                shape = background.shape[:3]
-                masks = np.unpackbits(data[f"{j}_masks"], count=int(np.prod(shape)))
+        with open(saved.folder / f"window-{info.index:06d}.bin", "rb") as handle:
+            for block in window["blocks"]:
+                numbers = window["numbers"][offset : offset + block["frames"]]
+                shape = tuple(block["shape"])
+                delta = np.frombuffer(_unpack(handle, block["background"]), np.uint8)
+                background = np.cumsum(delta.reshape(shape), axis=0, dtype=np.uint8)
+                bits = np.frombuffer(_unpack(handle, block["masks"]), np.uint8)
+                masks = np.unpackbits(bits, count=int(np.prod(shape[:3]))).reshape(shape[:3])
                 read = [next(frames, None) for _ in numbers]
                 if [None if r is None else r[0] for r in read] != numbers:
                     raise InputError(
@@ -135,9 +138,36 @@ def replay(saved: Saved, frames: Iterator[tuple[int, np.ndarray]]) -> Iterator[B
                         option=("resume", True),
                     )
                 pictures = np.stack([frame for _, frame in read])  # type: ignore[misc]
-                yield Block(numbers, pictures, background, masks.reshape(shape).astype(bool),
-                            info, offset)  # fmt: skip
+                yield Block(numbers, pictures, background, masks.astype(bool), info, offset)
                 offset += len(numbers)
+
+
+def _pack(handle: BinaryIO, data: bytes) -> int:
+    """Write ``data`` compressed (zlib, run lengths only: the fastest that shrinks the
+    background's differences, 0.18 s and 18x for 200 frames of 320x240); its length."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
+    packed = packer.compress(data) + packer.flush()
+    handle.write(packed)
+    return len(packed)
+
+
+def _unpack(handle: BinaryIO, length: int) -> bytes:
+    try:
+        return zlib.decompress(handle.read(length))
+    except zlib.error as exc:
+        raise InputError(f"{literal(handle.name)}: the checkpoint is damaged ({exc}): run "
+                         "without {resume} and with {overwrite}",
+                         option=("resume", True)) from None  # fmt: skip
+
+
+def _delta(frames: np.ndarray) -> np.ndarray:
+    """uint8 frames as the first, then each one's difference from the one before (mod 256:
+    ``np.cumsum(..., dtype=np.uint8)`` gives them back). A background changes little from
+    frame to frame: deflated, 200 frames of 320x240 take 0.2 MB instead of 15 MB, in
+    0.2 s instead of 1.7 s (deflating the frames themselves)."""
+    out = frames.copy()
+    np.subtract(frames[1:], frames[:-1], out=out[1:])
+    return out
 
 
 class Checkpoint:
@@ -174,9 +204,9 @@ class Checkpoint:
         self.skip = len(self.run["windows"])
         self.frames = sum(w["frames"] for w in self.run["windows"])
         self.stopped = False  # a window was not saved: none after it is either
-        self._zip: zipfile.ZipFile | None = None
-        self._path = self.folder / ".window.npz.tmp"
-        self._blocks = 0
+        self._file: BinaryIO | None = None
+        self._path = self.folder / ".window.tmp"
+        self._blocks: list[dict[str, Any]] = []
         self._numbers: list[int] = []
 
     def open(self) -> None:
@@ -198,31 +228,29 @@ class Checkpoint:
                 self.stopped = True  # the last window (or a learned background): not saved
                 return
             self._start(info.index)
-        assert self._zip is not None
-        j = self._blocks
-        for name, array in (("numbers", np.asarray(block.numbers, dtype=np.int64)),
-                            ("background", block.background),
-                            ("masks", np.packbits(block.masks, axis=None))):  # fmt: skip
-            with self._zip.open(f"{j}_{name}.npy", "w", force_zip64=True) as handle:
-                np.lib.format.write_array(handle, np.ascontiguousarray(array))
-        self._blocks += 1
-        self._numbers.extend(block.numbers)
+        assert self._file is not None
+        self._numbers.extend(int(n) for n in block.numbers)
+        self._blocks.append({
+            "frames": len(block),
+            "shape": list(block.background.shape),
+            "background": _pack(self._file, _delta(block.background).tobytes()),
+            "masks": _pack(self._file, np.packbits(block.masks, axis=None).tobytes()),
+        })  # fmt: skip
         if block.last:
             self._save(info)
 
     def _start(self, index: int) -> None:
-        self._path = self.folder / f".window-{index:06d}.npz.tmp"
-        self._zip = zipfile.ZipFile(self._path, "w", zipfile.ZIP_DEFLATED, compresslevel=1)
-        self._blocks = 0
-        self._numbers = []
+        self._path = self.folder / f".window-{index:06d}.tmp"
+        self._file = open(self._path, "wb")
+        self._blocks, self._numbers = [], []
 
     def _save(self, info: WindowInfo) -> None:
         """Rename the window's file into place, save the state, then ``run.json``."""
-        assert self._zip is not None
-        self._zip.close()
-        self._zip = None
+        assert self._file is not None
+        self._file.close()
+        self._file = None
         with signals_deferred():  # the window, its state and run.json: all or none
-            os.replace(self._path, self.folder / f"window-{info.index:06d}.npz")
+            os.replace(self._path, self.folder / f"window-{info.index:06d}.bin")
             state = self.folder / f"state-{info.index:06d}.npz"
             staged = self.folder / f".state-{info.index:06d}.npz.tmp"
             with open(staged, "wb") as handle:
@@ -247,9 +275,9 @@ class Checkpoint:
 
     def abort(self) -> None:
         """Drop the window being saved; keep the windows saved (``--resume``)."""
-        if self._zip is not None:
-            self._zip.close()
-            self._zip = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
             self._path.unlink(missing_ok=True)
 
     def remove(self) -> None:
