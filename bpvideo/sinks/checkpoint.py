@@ -21,6 +21,7 @@ import os
 import shutil
 import zlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -29,7 +30,7 @@ import numpy as np
 
 from bpvideo.errors import InputError, literal
 from bpvideo.records import Block, WindowInfo, WindowReport
-from bpvideo.sinks.outputs import signals_deferred, write_json
+from bpvideo.sinks.outputs import write_json
 
 __all__ = ["CHECKPOINT", "Checkpoint", "Saved", "identity", "read_checkpoint", "replay"]
 
@@ -208,6 +209,10 @@ class Checkpoint:
         self._path = self.folder / ".window.tmp"
         self._blocks: list[dict[str, Any]] = []
         self._numbers: list[int] = []
+        #: One thread compresses and writes, in order, while the next frames are solved
+        #: (zlib lets go of the interpreter lock).
+        self._writer: ThreadPoolExecutor | None = None
+        self._broken: OSError | None = None
 
     def open(self) -> None:
         """Start the folder afresh (a resumed run keeps what it goes on from)."""
@@ -215,58 +220,79 @@ class Checkpoint:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder.mkdir(exist_ok=True)
             write_json(self.folder / RUN, self.run)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="bpvideo-checkpoint")
 
     def write(self, block: Block) -> None:
-        """Add the block to its window's file; save the window at its last block."""
+        """Queue the block for its window's file; the window's state at its last block."""
         info = block.window
-        if info is None or info.index < self.skip or self.stopped:
+        if info is None or info.index < self.skip or self.stopped or self._writer is None:
             return
         if block.offset == 0:
-            report = info.report
             total = self.run["total"]
-            if report is None or (total is not None and self.frames + info.frames >= total):
+            if info.report is None or (total is not None and self.frames + info.frames >= total):
                 self.stopped = True  # the last window (or a learned background): not saved
                 return
-            self._start(info.index)
-        assert self._file is not None
+            self._blocks, self._numbers = [], []
+            self._later(self._start, info.index)
+        entry = {"frames": len(block), "shape": list(block.background.shape)}
+        self._blocks.append(entry)
         self._numbers.extend(int(n) for n in block.numbers)
-        self._blocks.append({
-            "frames": len(block),
-            "shape": list(block.background.shape),
-            "background": _pack(self._file, _delta(block.background).tobytes()),
-            "masks": _pack(self._file, np.packbits(block.masks, axis=None).tobytes()),
-        })  # fmt: skip
-        if block.last:
-            self._save(info)
+        bits = np.packbits(block.masks, axis=None)
+        self._later(self._add, entry, _delta(block.background), bits)
+        if block.last:  # the state now, before the next window is solved (copied: kept)
+            state = {k: np.array(v, copy=True) for k, v in self.state().items()}
+            self._later(self._save, info, state, self._blocks, self._numbers)
+            self.frames += info.frames
+
+    def _later(self, work: Callable[..., None], *args: Any) -> None:
+        """Run ``work(*args)`` in the writer thread after what is queued; a failure to
+        write (a full disk) stops the checkpoint, said once, and not the run."""
+
+        def guarded() -> None:
+            if self._broken is not None:
+                return
+            try:
+                work(*args)
+            except OSError as exc:
+                self._broken = exc
+                logger.warning("%s: no more windows are saved (%s): a stop now keeps only "
+                               "those saved before", self.folder, exc.strerror or exc)  # fmt: skip
+
+        assert self._writer is not None
+        self._writer.submit(guarded)
 
     def _start(self, index: int) -> None:
         self._path = self.folder / f".window-{index:06d}.tmp"
         self._file = open(self._path, "wb")
-        self._blocks, self._numbers = [], []
 
-    def _save(self, info: WindowInfo) -> None:
-        """Rename the window's file into place, save the state, then ``run.json``."""
+    def _add(self, entry: dict[str, Any], delta: np.ndarray, bits: np.ndarray) -> None:
+        assert self._file is not None
+        entry["background"] = _pack(self._file, delta.tobytes())
+        entry["masks"] = _pack(self._file, bits.tobytes())
+
+    def _save(
+        self, info: WindowInfo, state: dict[str, Any], blocks: list[Any], numbers: list[int]
+    ) -> None:
+        """Rename the window's file into place, save the state, then ``run.json``: a
+        checkpoint read at any moment names only windows whose files are whole."""
         assert self._file is not None
         self._file.close()
         self._file = None
-        with signals_deferred():  # the window, its state and run.json: all or none
-            os.replace(self._path, self.folder / f"window-{info.index:06d}.bin")
-            state = self.folder / f"state-{info.index:06d}.npz"
-            staged = self.folder / f".state-{info.index:06d}.npz.tmp"
-            with open(staged, "wb") as handle:
-                np.savez(handle, **self.state())
-            os.replace(staged, state)
-            numbers, self._numbers = self._numbers, []
-            entry = {"index": info.index, "frames": info.frames, "blocks": self._blocks,
-                     "observed": info.observed, "numbers": numbers,
-                     "report": None if info.report is None else asdict(info.report)}  # fmt: skip
-            previous = self.run["windows"][-1]["index"] if self.run["windows"] else None
-            self.run["windows"].append(entry)
-            write_json(self.folder / RUN, self.run)
-            if previous is not None:
-                (self.folder / f"state-{previous:06d}.npz").unlink(missing_ok=True)
-        self.frames += info.frames
-        logger.info("checkpoint: frames 1-%d saved (window %d)", self.frames, info.index + 1)
+        os.replace(self._path, self.folder / f"window-{info.index:06d}.bin")
+        staged = self.folder / f".state-{info.index:06d}.npz.tmp"
+        with open(staged, "wb") as handle:
+            np.savez(handle, **state)
+        os.replace(staged, self.folder / f"state-{info.index:06d}.npz")
+        entry = {"index": info.index, "frames": info.frames, "blocks": blocks,
+                 "observed": info.observed, "numbers": numbers,
+                 "report": None if info.report is None else asdict(info.report)}  # fmt: skip
+        previous = self.run["windows"][-1]["index"] if self.run["windows"] else None
+        self.run["windows"].append(entry)
+        write_json(self.folder / RUN, self.run)
+        if previous is not None:
+            (self.folder / f"state-{previous:06d}.npz").unlink(missing_ok=True)
+        done = sum(w["frames"] for w in self.run["windows"])
+        logger.info("checkpoint: frames 1-%d saved (window %d)", done, info.index + 1)
 
     def close(self) -> None:
         """The result is complete: the checkpoint is no longer needed."""
@@ -274,7 +300,11 @@ class Checkpoint:
         self.remove()
 
     def abort(self) -> None:
-        """Drop the window being saved; keep the windows saved (``--resume``)."""
+        """Finish saving the windows queued whole; drop the one being written; keep the
+        windows saved (``--resume``)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
         if self._file is not None:
             self._file.close()
             self._file = None
