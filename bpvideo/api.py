@@ -110,7 +110,9 @@ def separate(
     Returns
     -------
     Separation
-        ``background``, ``foreground``, ``masks``, ``background_image``, ``report``.
+        ``background``, ``foreground``, ``masks``, ``background_image``, ``report``,
+        ``events``, ``frames``; with ``events="objects"`` or ``count_line``, the objects
+        (``objects``, ``tracks``: the rows of objects.csv and tracks.csv) and ``counts``.
 
     Raises
     ------
@@ -131,4 +133,8 @@ def separate(
         drain(iter_blocks(job), [arrays, table, builder], tracker)
     report = builder.build(seconds=job.clock.total())
     report.events = [e.row() for e in table.events]
-    return arrays.separation(report, events=table.events, frames=table.table)
+    if table.objects is not None:
+        report.objects, report.counts = (
+            table.objects.summary().get(k) for k in ("objects", "counts")
+        )
+    return arrays.separation(report, **table.found())

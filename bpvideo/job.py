@@ -63,6 +63,7 @@ from bpvideo.sinks.raw import RawMaskSink
 from bpvideo.sinks.result import ResultFolder, Solved
 from bpvideo.sinks.segments import MaskStreamSink, SegmentSink
 from bpvideo.solvers._common import Callback
+from bpvideo.sources.clock import input_clock
 from bpvideo.sources.files import FrameSource, check_input_name, open_source
 from bpvideo.sources.live import LiveReader, check_live_options, is_live, open_live
 from bpvideo.sources.regions import region_mask
@@ -255,7 +256,7 @@ def _drain(
         if checkpoint is not None:
             if getattr(results, "report", None) is not None:  # complete already
                 checkpoint.remove()
-            elif not _keep(job, out_path, checkpoint, reopen):
+            elif not keep_incomplete(job, out_path, checkpoint, reopen):
                 remove_created(created)
         raise
     except BpvideoError as exc:
@@ -266,18 +267,6 @@ def _drain(
         if not kept:
             raise
         raise _saying_kept(exc, kept, Path(out_path)) from exc
-
-
-def _keep(
-    job: Job, out_path: str, checkpoint: Checkpoint, reopen: Callable[[], FrameSource]
-) -> bool:
-    """:func:`~bpvideo.resume.keep_incomplete` after a stop; a failure to write the result
-    (a full disk) is told, and the stop goes on (the checkpoint stays for ``--resume``)."""
-    try:
-        return keep_incomplete(job, out_path, checkpoint, reopen)
-    except BpvideoError as failed:
-        logger.warning("the finished windows stay in the checkpoint only: %s", failed)
-        return True
 
 
 def _open(
@@ -300,6 +289,7 @@ def _open(
         allow_references=settings.allow_references,
         strict=settings.strict,
     )
+    source.clock = input_clock(input, settings.start_time, source, settings.allow_references)
     return source, None
 
 
@@ -382,7 +372,8 @@ def _beside(job: Job, live: bool) -> list[Sink]:
             return block_times(source, frames, numbers, source.fps)
 
         sinks.append(LiveEventSink(settings.events_to, detector, source.mask_number, times,
-                                   region))  # fmt: skip
+                                   region, source.clock,
+                                   LiveEventSink.objects_of(source, settings)))  # fmt: skip
     return sinks
 
 

@@ -322,8 +322,10 @@ class Report:
     ``learned`` (a learned background: where it was learned), ``evaluation`` (with ground
     truth) and ``events`` (the rows of ``events.csv``) when there are some; ``objects``
     (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder;
-    ``incomplete`` (a run stopped by a signal: the frames kept, ``{"frames", "of",
-    "last_frame", "resume"}``; never in a complete result).
+    ``start_time`` (ISO 8601: the time of day at second 0 of ``times``, null when unknown)
+    and ``start_time_source`` (``option``, ``container`` or ``arrival``); ``incomplete`` (a
+    run stopped by a signal: the frames kept, ``{"frames", "of", "last_frame", "resume"}``;
+    never in a complete result).
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -354,6 +356,8 @@ class Report:
     events: list[dict[str, Any]] | None = None
     objects: int | None = None
     counts: dict[str, Any] | None = None
+    start_time: str | None = None
+    start_time_source: str | None = None
     incomplete: dict[str, Any] | None = None
     bpvideo_version: str = __version__
 
@@ -397,7 +401,8 @@ class Report:
             out["objects"] = self.objects
         if self.counts is not None:
             out["counts"] = self.counts
-        if self.incomplete is not None:
+        out.update(start_time=self.start_time, start_time_source=self.start_time_source)
+        if self.incomplete is not None:  # keys are only ever added: new ones go last
             out["incomplete"] = self.incomplete
         return json.loads(json.dumps(out, default=_json_default))
 

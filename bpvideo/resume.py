@@ -195,6 +195,21 @@ def keep_incomplete(
     KEPT.append(f"{saved.span()} kept in {out / CHECKPOINT} (no result written yet)")
     # raw masks to a pipe were streamed already; ground truth scores every frame
     settings = dataclasses.replace(job.settings, masks_to=None, groundtruth=None)
+    try:
+        _write_kept(saved, out, settings, job, reopen)
+    except BpvideoError as failed:  # a full disk: the stop goes on, the checkpoint stays
+        logger.warning("the finished windows stay in the checkpoint only: %s", failed)
+        return True
+    KEPT[-1] = f"{saved.span()} kept in {out} (incomplete)"
+    logger.info("wrote %s: %s of the input, marked incomplete", out, saved.span())
+    return True
+
+
+def _write_kept(
+    saved: Saved, out: Path, settings: SeparateSettings, job: Job,
+    reopen: Callable[[], FrameSource],
+) -> None:  # fmt: skip
+    """The saved windows as a result folder marked incomplete."""
     source = reopen()
     try:
         folder = ResultFolder(out, source, settings, job.plan, job.clock)
@@ -208,9 +223,6 @@ def keep_incomplete(
         drain(replay_saved(saved, iter(source.frames)), [folder])
     finally:
         source.close()
-    KEPT[-1] = f"{saved.span()} kept in {out} (incomplete)"
-    logger.info("wrote %s: %s of the input, marked incomplete", out, saved.span())
-    return True
 
 
 def missing_folders(path: Path) -> list[Path]:

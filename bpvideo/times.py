@@ -1,10 +1,13 @@
 """Times and spans of frames as options write them: a frame number (``1500``), seconds
 (``90s``), ``HH:MM:SS[.ms]`` (:func:`parse_time`), and ``START:END`` spans of frames
-(:func:`parse_span`). A low module: the settings, the sources and the events parse with it.
+(:func:`parse_span`); times of day (ISO 8601, :func:`parse_time_of_day`) and the clock
+that gives a time of day to the seconds of an input (:class:`WallClock`). A low module:
+the settings, the sources and the events parse with it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from dataclasses import dataclass
@@ -13,13 +16,16 @@ from typing import Any
 from bpvideo.errors import InputError
 
 __all__ = [
+    "START_TIME_SOURCES",
     "TIME_FORMS",
     "Time",
+    "WallClock",
     "bad_value",
     "format_span",
     "is_span",
     "parse_span",
     "parse_time",
+    "parse_time_of_day",
 ]
 
 
@@ -170,3 +176,87 @@ def is_span(spec: str) -> bool:
     except InputError:
         return False
     return True
+
+
+#: Where a run's time of day comes from (summary.json's ``start_time_source``): the
+#: ``start_time`` option, the container's ``creation_time`` tag, a live stream's arrival
+#: clock.
+START_TIME_SOURCES = ("option", "container", "arrival")
+
+
+def parse_time_of_day(value: Any, name: str = "start_time") -> dt.datetime:
+    """A date and time of day in ISO 8601 (``2026-11-27T08:30:00+01:00``; ``Z`` for UTC;
+    no offset: a local time as given, written without one).
+
+    Parameters
+    ----------
+    value : str or datetime
+        The text (a YAML timestamp may come as a datetime).
+    name : str
+        The option, for messages.
+
+    Returns
+    -------
+    datetime
+        Its offset kept (naive when none was given).
+
+    Raises
+    ------
+    InputError
+        Not a date and time: the form, with an example.
+
+    Examples
+    --------
+    >>> parse_time_of_day("2026-11-27T08:30:00+01:00").isoformat()
+    '2026-11-27T08:30:00+01:00'
+    >>> parse_time_of_day("2026-11-27 07:30:00.5Z").isoformat()
+    '2026-11-27T07:30:00.500000+00:00'
+    """
+    if isinstance(value, dt.datetime):
+        return value
+    text = value.strip() if isinstance(value, str) else ""
+    try:
+        if len(text) < 16 or text[10] not in "Tt ":  # a date alone is no time of day
+            raise ValueError
+        return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
+    except (ValueError, IndexError):
+        raise bad_value(name, value, "must be an ISO 8601 date and time, e.g. "
+                        "{start_time='2026-11-27T08:30:00+01:00'}") from None  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WallClock:
+    """The time of day of an input's seconds: ``origin`` (the time of day at second 0:
+    the input's first frame) plus the seconds.
+
+    Attributes
+    ----------
+    origin : datetime or None
+        None: the time of day is unknown (every time is None).
+    source : str or None
+        One of :data:`START_TIME_SOURCES` (None when unknown).
+
+    Examples
+    --------
+    >>> clock = WallClock(parse_time_of_day("2026-11-27T23:59:59+01:00"), "option")
+    >>> clock.at(1.5)
+    '2026-11-28T00:00:00.500+01:00'
+    >>> WallClock(None, None).at(1.5) is None
+    True
+    """
+
+    origin: dt.datetime | None = None
+    source: str | None = None
+
+    def at(self, seconds: float) -> str | None:
+        """ISO 8601 of the time of day ``seconds`` after the origin (milliseconds, the
+        origin's offset), or None when unknown."""
+        if self.origin is None:
+            return None
+        when = self.origin + dt.timedelta(seconds=float(seconds))
+        return when.isoformat(timespec="milliseconds")
+
+    def to_dict(self) -> dict[str, str | None]:
+        """summary.json's ``start_time`` and ``start_time_source``."""
+        origin = None if self.origin is None else self.origin.isoformat(timespec="milliseconds")
+        return {"start_time": origin, "start_time_source": self.source}

@@ -4,8 +4,8 @@ Usage::
 
     python docs/make_report_png.py [--out docs/report.png]
 
-Runs ``bpvideo separate sample_data/sample.mp4 --event-threshold 0.04`` (the worked
-example of README's "Finding events") into a temporary folder and screenshots its
+Runs ``bpvideo separate sample_data/sample.mp4 --event-threshold 0.04 --clips`` (the
+worked example of README's "Finding events") into a temporary folder and screenshots its
 report.html with Debian's ``chromium`` (``apt-get install chromium``), offline.
 """
 
@@ -36,13 +36,15 @@ def main() -> None:
     os.chdir(REPO)  # the report names the input as given: sample_data/sample.mp4
     with tempfile.TemporaryDirectory(prefix="bpvideo-report-") as tmp:
         out = Path(tmp) / "out"
-        separate_file("sample_data/sample.mp4", out, no_video=True, event_threshold=0.04)
+        separate_file(
+            "sample_data/sample.mp4", out, no_video=True, event_threshold=0.04, clips=True
+        )
         shot = Path(tmp) / "report.png"
         subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--no-first-run", f"--user-data-dir={Path(tmp) / 'profile'}",
-             "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1000,1000",
+             "--hide-scrollbars", f"--screenshot={shot}", "--window-size=1200,1200",
              (out / "report.html").as_uri()],
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip

@@ -26,7 +26,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 #: Optional dependencies of the tests, and the extra that installs each.
-EXTRAS = {"numba": "fast", "distributed": "dask", "skimage": "test"}
+EXTRAS = {"numba": "fast", "distributed": "dask", "skimage": "test", "selenium": "test"}
 
 
 def extras_required() -> bool:

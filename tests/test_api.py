@@ -116,3 +116,31 @@ def test_separate_file_is_what_the_cli_does(tiny_clip: Path, tmp_path: Path, run
     assert sorted(p.name for p in (tmp_path / "lib" / "masks").iterdir()) == sorted(
         p.name for p in (tmp_path / "cli" / "masks").iterdir()
     )
+
+
+def test_objects_and_counts_when_tracked(street, tmp_path: Path) -> None:
+    import csv
+
+    from bpvideo.sinks.writers import write_video
+
+    frames, _ = street
+    line = "48,0 48,71"
+    result = bpvideo.separate(frames, count_line=line)
+    assert result.objects and result.tracks
+    assert result.report["objects"] == len(result.objects)
+    assert result.counts == result.report["counts"] and sum(result.counts[line].values()) >= 2
+    assert {t["object"] for t in result.tracks} == {o["object"] for o in result.objects}
+    # The rows of objects.csv that separate_file writes for a lossless clip of the frames.
+    write_video(tmp_path / "street.mkv", frames, 25.0, lossless=True)
+    bpvideo.separate_file(tmp_path / "street.mkv", tmp_path / "o", count_line=line,
+                          no_video=True)  # fmt: skip
+    with open(tmp_path / "o" / "objects.csv", newline="") as handle:
+        written = list(csv.DictReader(handle))
+    kept = [{k: "" if v is None else str(v) for k, v in o.items()} for o in result.objects]
+    assert kept == written
+    # events="objects": each object is an event; untracked, no objects.
+    as_events = bpvideo.separate(frames, events="objects")
+    spans = sorted((o["first_frame"], o["last_frame"]) for o in result.objects)
+    assert [(e.start_frame, e.end_frame) for e in as_events.events] == spans
+    plain = bpvideo.separate(frames)
+    assert plain.objects is None and plain.counts is None and "objects" not in plain.report

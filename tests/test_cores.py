@@ -102,7 +102,7 @@ def test_threads_flag_of_the_command_line(run_cli, tmp_path):
 
 
 def test_a_batch_divides_the_cores_between_its_workers(monkeypatch):
-    from bpvideo.batch import run
+    from bpvideo.batch import executors as run
 
     made = []
 

@@ -71,7 +71,8 @@ def test_settings_from_mapping_works_or_raises_input_error(mapping: dict) -> Non
         s = SeparateSettings.from_mapping(mapping)
     except InputError:
         return
-    assert set(mapping) <= {f.name for f in fields(SeparateSettings)}
+    # keys are option names or their flags' spellings (max-iter), each naming a field
+    assert {option_name(key) for key in mapping} <= {f.name for f in fields(SeparateSettings)}
     assert SeparateSettings.from_mapping(s.to_dict()) == s  # round trip
 
 

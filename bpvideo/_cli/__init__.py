@@ -358,6 +358,7 @@ Examples:
   bpvideo batch configs/night.yaml --workers 2
   bpvideo batch configs/night.yaml --dry-run
   bpvideo batch configs/night.yaml --resume
+  bpvideo batch configs/night.yaml --overwrite
   bpvideo batch configs/night.yaml --executor dask --scheduler tcp://host:8786
 
 \b
@@ -397,6 +398,11 @@ status, seconds, frames, error) goes to NAME.report.json beside NAME.yaml unless
 )
 @click.option("--resume", is_flag=True, help="Skip jobs whose outputs are complete and match.")
 @click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the results of an earlier run (as 'overwrite: true' in the config).",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Print 'INPUT<TAB>OUTDIR' per job that would run; run nothing."
 )
 @verbosity_options
@@ -407,6 +413,7 @@ def batch(
     scheduler: str | None,
     report: str | None,
     resume: bool,
+    overwrite: bool,
     dry_run: bool,
     verbose: bool,
     quiet: bool,
@@ -419,12 +426,16 @@ def batch(
 
     verbosity = verbosity_level(verbose, quiet)
     configure_logging(verbosity)  # --logfile once the guard has seen it (run_batch)
+    if resume and overwrite:
+        raise InputError("--resume and --overwrite cannot go together (--resume keeps the "
+                         "complete results, --overwrite replaces them): give one")  # fmt: skip
     options = BatchOptions(
         workers=workers,
         executor=executor,
         scheduler=scheduler,
         report=report,
         resume=resume,
+        overwrite=overwrite,
         dry_run=dry_run,
         progress=verbosity >= 0,
         logfile=logfile,

@@ -22,17 +22,16 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bpvideo import cores
-from bpvideo.allocator import own_process
 from bpvideo.batch.config import BatchConfig, Job, load_config
-from bpvideo.batch.pool import WorkerPool, identities, wait_for
+from bpvideo.batch.executors import DASK_MISSING, dask_executor, local_executor
+from bpvideo.batch.pool import identities, wait_for
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
 from bpvideo.errors import BpvideoError, InputError, Terminated, literal
 from bpvideo.limits import REPORT_SUFFIX
@@ -49,18 +48,8 @@ __all__ = [
 
 logger = logging.getLogger("bpvideo")
 
-#: Environment variables that cap the threads of BLAS/OpenMP libraries in a worker.
-THREAD_ENV = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
-DASK_MISSING = (
-    "--executor dask needs dask.distributed, which is not installed: pip install 'bpvideo[dask]'"
-)
+#: Options a job's error names as ``bpvideo batch`` takes them (the others as config keys).
+BATCH_FLAGS = {"overwrite": "--overwrite"}
 
 
 def default_workers() -> int:
@@ -112,7 +101,7 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
             events=summary.events,
         )
     except BpvideoError as exc:
-        result["error"] = exc.message
+        result["error"] = exc.render(BATCH_FLAGS)
     except MemoryError:
         result["error"] = f"{job.input}: out of memory: use --scale, --frames or fewer --workers"
     except Exception as exc:  # a bug must not take the other jobs down
@@ -122,21 +111,6 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
     # aside; with several jobs in one process, as on threaded Dask workers, it mixes them).
     result["cpu_seconds"] = round(time.process_time() - cpu0, 3)
     return result
-
-
-def _init_worker(blas_threads: int, share: int | None = None) -> None:
-    """Initializer of local worker processes: cap BLAS/OpenMP threads, the worker's share
-    of the cores (its jobs' ``--threads auto``), quiet logging."""
-    cores.limit(share)
-    for name in THREAD_ENV:
-        os.environ[name] = str(blas_threads)
-    from threadpoolctl import threadpool_limits
-
-    import bpvideo.api  # noqa: F401  (load numpy/scipy/cv2 so their pools are capped)
-
-    threadpool_limits(limits=blas_threads)
-    own_process()
-    logging.getLogger("bpvideo").setLevel(logging.ERROR)
 
 
 def completed(job: Job) -> bool:
@@ -167,77 +141,6 @@ def completed(job: Job) -> bool:
         recorded.pop(free, None), wanted.pop(free, None)
     as_json = lambda d: json.loads(json.dumps(d))  # noqa: E731 - tuples are lists there
     return same_input and as_json(recorded) == as_json(wanted)
-
-
-# --------------------------------------------------------------------------------------
-# Executors
-# --------------------------------------------------------------------------------------
-
-
-@contextmanager
-def local_executor(workers: int, blas_threads: int = 1) -> Iterator[WorkerPool]:
-    """A :class:`~bpvideo.batch.pool.WorkerPool` of ``workers`` processes with
-    ``blas_threads`` BLAS threads each and an equal share of the cores (``--threads
-    auto`` of their jobs: N workers on C cores run C // N threads each, not C); stopped at
-    once when the block is left by an exception (a signal), shut down otherwise."""
-    share = max(1, cores.available_cores() // workers)
-    pool = WorkerPool(workers, initializer=_init_worker, initargs=(blas_threads, share))
-    try:
-        yield pool
-    except BaseException:
-        with signals_deferred():  # a second signal waits until the workers are ended
-            pool.stop()
-        raise
-    pool.shutdown(wait=True)
-
-
-@contextmanager
-def dask_executor(scheduler: str | None, workers: int) -> Iterator[Executor]:
-    """``Client.get_executor()`` of a Dask cluster.
-
-    Parameters
-    ----------
-    scheduler : str or None
-        Address of a running scheduler (``tcp://host:8786``); ``None`` starts a
-        :class:`distributed.LocalCluster` of ``workers`` single-threaded worker processes.
-    workers : int
-        Workers of the local cluster (ignored with a scheduler).
-
-    Raises
-    ------
-    InputError
-        dask.distributed is not installed, or the scheduler cannot be reached.
-    """
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise InputError(DASK_MISSING) from None
-    cluster = None
-    try:
-        if scheduler is None:
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-            )
-            client = Client(cluster)
-        else:
-            client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
-        where = scheduler or "a local cluster"
-        raise InputError(
-            f"cannot connect to the Dask scheduler {where} ({exc}): check the address and "
-            "that the scheduler runs"
-        ) from None
-    try:
-        yield client.get_executor(pure=False)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 #: Seconds between looks at which jobs a worker has taken (for the report).
@@ -306,6 +209,7 @@ class BatchOptions:
     scheduler: str | None = None
     report: str | None = None
     resume: bool = False
+    overwrite: bool = False  #: every job replaces an earlier run's results
     dry_run: bool = False
     progress: bool = True
     #: ``--logfile``: checked by the guard like the report, then ``checked`` is called
@@ -354,6 +258,8 @@ def run_batch(
         missing.
     """
     config = load_config(config_path)
+    for job in config.jobs if options.overwrite else ():  # as 'overwrite: true' in each
+        job.settings["overwrite"] = True
     executor_name, scheduler, workers = _executor(config, options)
     path = report_path(config, options)
     fix = (

@@ -9,13 +9,13 @@ turned into frames at the input's rate.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from bpvideo.events.table import FrameTable, check_fps, check_times, timecode
-from bpvideo.times import parse_time
+from bpvideo.times import WallClock, parse_time
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -29,7 +29,8 @@ __all__ = [
 
 #: The columns of ``events.csv``, in order.
 EVENT_COLUMNS = ("event", "start_frame", "end_frame", "start_time", "end_time", "duration",
-                 "peak_area", "x", "y", "w", "h")  # fmt: skip
+                 "peak_area", "x", "y", "w", "h", "start_time_of_day",
+                 "end_time_of_day")  # fmt: skip
 
 
 @dataclass
@@ -54,6 +55,11 @@ class Event:
         ``start_time`` and ``end_time`` in seconds (not columns of ``events.csv``).
     first, last : int
         Rows of the frame table (not columns of ``events.csv``).
+    start_time_of_day, end_time_of_day : str
+        ``start_time`` and ``end_time`` as times of day, ISO 8601 with the offset of the
+        input's clock (:class:`~bpvideo.times.WallClock`: set by the outputs, see
+        :meth:`timed`); empty when the input's time of day is unknown (as the cell of
+        ``events.csv``: summary.json's events are its rows).
     """
 
     event: int
@@ -71,6 +77,13 @@ class Event:
     end_seconds: float = 0.0
     first: int = 0
     last: int = 0
+    start_time_of_day: str = ""
+    end_time_of_day: str = ""
+
+    def timed(self, clock: WallClock) -> Event:
+        """This event with its times of day on ``clock`` (the input's seconds' clock)."""
+        return replace(self, start_time_of_day=clock.at(self.start_seconds) or "",
+                       end_time_of_day=clock.at(self.end_seconds) or "")  # fmt: skip
 
     def row(self) -> dict[str, Any]:
         """The row of ``events.csv`` (and of summary.json's ``"events"``)."""

@@ -25,6 +25,7 @@ import numpy as np
 from bpvideo.errors import InputError
 from bpvideo.events.detect import Event
 from bpvideo.events.table import timecode
+from bpvideo.times import WallClock
 
 __all__ = [
     "MIN_BLOB_SHARE",
@@ -60,7 +61,8 @@ LOST_FRAMES = 5
 MATCH_IOU = 0.2
 #: The columns of ``objects.csv``.
 OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
-                  "duration", "x", "y", "w", "h", "area", "speed", "regions")  # fmt: skip
+                  "duration", "x", "y", "w", "h", "area", "speed", "regions",
+                  "first_time_of_day", "last_time_of_day")  # fmt: skip
 #: The columns of ``tracks.csv``.
 TRACK_COLUMNS = ("object", "frame", "time", "x", "y", "w", "h")
 #: The two directions of a counting line.
@@ -184,8 +186,10 @@ class TrackedObject:
     regions: set[int] = field(default_factory=set)
     seen: int = 0
 
-    def row(self) -> dict[str, Any]:
-        """The row of ``objects.csv``."""
+    def row(self, clock: WallClock | None = None) -> dict[str, Any]:
+        """The row of ``objects.csv``; its times of day on ``clock`` (the input's seconds'
+        clock: None, or one that does not know, leaves them empty: ``""``)."""
+        clock = clock or WallClock()
         duration = max(0.0, self.last_end - self.first_seconds)
         x, y, w, h = self.box
         return {"object": self.object, "first_frame": self.first_frame,
@@ -193,7 +197,9 @@ class TrackedObject:
                 "last_time": timecode(self.last_end), "duration": round(duration, 3),
                 "x": x, "y": y, "w": w, "h": h, "area": self.area,
                 "speed": round(self.path / duration, 2) if duration > 0 else 0.0,
-                "regions": " ".join(str(r) for r in sorted(self.regions))}  # fmt: skip
+                "regions": " ".join(str(r) for r in sorted(self.regions)),
+                "first_time_of_day": clock.at(self.first_seconds) or "",
+                "last_time_of_day": clock.at(self.last_end) or ""}  # fmt: skip
 
 
 @dataclass(frozen=True)

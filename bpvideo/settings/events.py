@@ -65,7 +65,6 @@ class EventSettings:
         "docs/events.md).",
         choices=EVENT_MODES,
         metavar="MODE",
-        arrays=False,
     )
     count_line: tuple[str, ...] = option(
         (),
@@ -73,7 +72,6 @@ class EventSettings:
         "Count the objects crossing the line 'x1,y1 x2,y2' (pixels of the input), per "
         "direction, in summary.json's counts; repeatable.",
         metavar="LINE",
-        arrays=False,
     )
     roi: tuple[str, ...] = option(
         (),

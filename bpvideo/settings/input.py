@@ -58,6 +58,16 @@ class InputSettings:
         optional=True,
         metavar="N|TIME",
     )
+    start_time: str | None = option(
+        None,
+        "time_of_day",
+        "Time of day of the input's first frame, ISO 8601 (2026-11-27T08:30:00+01:00): "
+        "events.csv and objects.csv then have times of day (default: the container's "
+        "creation_time when it has one; a live stream's arrival clock).",
+        optional=True,
+        metavar="ISO8601",
+        arrays=False,
+    )
     step: int = option(
         1,
         "int",

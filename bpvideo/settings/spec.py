@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpvideo.times import bad_value as _bad
-from bpvideo.times import format_span, parse_span, parse_time
+from bpvideo.times import format_span, parse_span, parse_time, parse_time_of_day
 
 __all__ = ["Spec", "check_value", "option", "parse_size"]
 
@@ -24,12 +24,14 @@ class Spec:
     Attributes
     ----------
     kind : {"int", "float", "str", "bool", "path", "threshold", "scale", "window", "span", \
-"time", "regions", "lines"}
+"time", "time_of_day", "regions", "lines"}
         Value type. "threshold" and "scale" are a float within the bounds or the string
         "auto"; "window" is an integer within the bounds or the string "auto"; "span" is
         ``START:END`` (:func:`parse_span`); "time" a frame number or a time
-        (:func:`parse_time`); "regions" a tuple of region specs (repeatable on the
-        command line, see :mod:`bpvideo.events.regions`); "lines" a tuple of counting
+        (:func:`parse_time`); "time_of_day" an ISO 8601 date and time, kept as ISO text
+        with its offset (:func:`~bpvideo.times.parse_time_of_day`); "regions" a tuple of
+        region specs (repeatable on the command line, see
+        :mod:`bpvideo.events.regions`); "lines" a tuple of counting
         lines ``"x1,y1 x2,y2"`` (repeatable, :func:`bpvideo.events.objects.parse_line`).
     help : str
         One-line help text (also the CLI help).
@@ -129,6 +131,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         return format_span(parse_span(value, name))
     if kind == "time":
         return _check_time(name, spec, value)
+    if kind == "time_of_day":
+        return parse_time_of_day(value, name).isoformat()
     if kind == "reference":
         return _check_reference(name, value)
     if kind == "regions":

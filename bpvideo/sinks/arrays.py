@@ -34,6 +34,12 @@ class Separation:
         Stretches of frames with foreground (the rows of ``events.csv``).
     frames : FrameTable or None
         One row per frame: foreground share, blobs, bounding box (``frames.csv``).
+    objects, tracks : list of dict or None
+        When objects are tracked (``events="objects"`` or ``count_line``): the rows of
+        ``objects.csv`` (one per object) and of ``tracks.csv`` (object, frame, box); None
+        otherwise.
+    counts : dict or None
+        The crossings of each ``count_line`` per direction (summary.json's ``counts``).
     """
 
     background: np.ndarray
@@ -43,6 +49,9 @@ class Separation:
     report: Report
     events: list[Any] = field(default_factory=list)
     frames: Any = None
+    objects: list[dict[str, Any]] | None = None
+    tracks: list[dict[str, Any]] | None = None
+    counts: dict[str, Any] | None = None
 
 
 class ArraysSink:

@@ -38,8 +38,9 @@ __all__ = [
     "frames_csv",
 ]
 
-#: Event thumbnails a run keeps at most (see :class:`Thumbnails`).
-MAX_THUMBNAILS = 1000
+#: Event pictures a run keeps at most (see :class:`Thumbnails`): up to about 100 kB each
+#: (960 px wide, :data:`~bpvideo.sinks.event_report.PICTURE_WIDTHS`), 30 MB in all.
+MAX_THUMBNAILS = 300
 #: Points of the report's plot kept at most (see :class:`Series`).
 MAX_POINTS = 2400
 #: The columns of ``frames.csv``.

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.sinks.clips import cut_clip, keyframe_at
-from bpvideo.sinks.event_report import draw_foreground, report_html
+from bpvideo.sinks.event_report import draw_foreground
 from bpvideo.sinks.event_stream import EventStream, block_times, event_options, events_csv
 from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
+from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import tracks_objects
 from bpvideo.sinks.writers import VideoStream
 from bpvideo.sources.regions import region_mask
@@ -88,7 +89,7 @@ class EventsSink:
 
     def close(self) -> None:
         """Find the last events; stage ``events.csv`` (``frames.csv`` is written)."""
-        self.events = self.stream.finish()
+        self.events = [e.timed(self.source.clock) for e in self.stream.finish()]
         if self.mode == "objects" and self.objects is not None:
             self.events = self.objects.events()
         else:
@@ -154,7 +155,7 @@ class ClipsSink:
         if self.recording is not None:
             self.stream = VideoStream(self.recording, source.fps, crf=settings.crf,
                                       preset=settings.preset)  # fmt: skip
-        self.origin: float | None = None  # the recording's first frame, in stream time
+        self.origin: int | None = None  # the mask number of the recording's first frame
 
     def open(self) -> None:
         """Make the folder (an empty one says: no event); start the recording."""
@@ -167,8 +168,8 @@ class ClipsSink:
         once the events are known)."""
         if self.stream is None or not len(block):
             return
-        if self.origin is None:  # after EventsSink.write of the block: its times
-            self.origin = float(self.events.last_rows.times[0])
+        if self.origin is None:  # after EventsSink.write of the block: its numbers
+            self.origin = int(self.events.last_rows.numbers[0])
         self.stream.write(block.frames)
 
     def close(self) -> None:
@@ -193,9 +194,12 @@ class ClipsSink:
             )
 
     def _clip(self, e: Event) -> tuple[Path, int]:
-        """The file of event ``e``'s clip and its frame count."""
+        """The file of event ``e``'s clip and its frame count (a recording: its frames,
+        whatever their arrival times; a file: its time at the input's rate)."""
         native = self.events.fps
         count = max(1, round((e.end_seconds - e.start_seconds) * native))
+        if self.recording is not None:
+            count = e.end_frame - e.start_frame + 1
         return self.folder / f"event_{e.event:04d}.mp4", count
 
     def _cut(self, path: str, e: Event, first: int, origin: float | None) -> None:
@@ -214,10 +218,9 @@ class ClipsSink:
         assert self.recording is not None
         sink = self.events
         origin = keyframe_at(str(self.recording), 0.0) if sink.events else None
-        start = self.origin or 0.0
-        for e in sink.events:
-            first = max(0, round((e.start_seconds - start) * sink.fps))
-            self._cut(str(self.recording), e, first, origin)
+        start = self.origin or 1
+        for e in sink.events:  # by frame: a live stream's times are its arrival times
+            self._cut(str(self.recording), e, max(0, e.start_frame - start), origin)
 
     def _encode_frames(self, e: Event) -> None:
         from bpvideo.sources.files import open_source
@@ -259,9 +262,11 @@ class ReportSink:
         """Nothing: :class:`EventsSink` keeps the thumbnails."""
 
     def close(self) -> None:
-        """Stage ``report.html``."""
+        """Stage ``report.html`` (after the other sinks: it links to their files)."""
         sink = self.events
-        still = self.outdir.stage("background.png")
+        folder = self.outdir.stage("report.html").parent
+        still = folder / "background.png"
+        tracked = sink.objects.summary() if sink.objects is not None else {}
         page = report_html(
             title=sink.source.name,
             series=sink.stream.series.arrays(),
@@ -276,6 +281,11 @@ class ReportSink:
                 sink.source.height,
                 sink.source.fps,
             ),
+            objects=read_objects(folder / "objects.csv") if sink.objects is not None else None,
+            object_count=tracked.get("objects"),
+            counts=tracked.get("counts"),
+            links=Links.of(folder, sink.events),
+            start=wall_clock(sink.source.clock.to_dict()["start_time"]),
         )
         atomic_write_bytes(self.outdir.stage("report.html"), page.encode())
 
@@ -284,15 +294,16 @@ class ReportSink:
 
 
 class TableSink:
-    """The frame table and events of :func:`bpvideo.separate` (arrays: the table is kept
-    whole, as the masks are).
+    """The frame table, events and objects of :func:`bpvideo.separate` (arrays: the table
+    is kept whole, as the masks are).
 
     Parameters
     ----------
     source : FrameSource
         The frames (rate, mask numbers).
     settings : SeparateSettings
-        The event options, regions and ``step``.
+        The event options, regions and ``step``; ``events`` and ``count_line`` (objects
+        tracked when :func:`~bpvideo.sinks.table.tracks_objects`).
     """
 
     def __init__(self, source: FrameSource, settings: SeparateSettings) -> None:
@@ -303,19 +314,39 @@ class TableSink:
         self.recorder = EventRecorder(fps, region, **event_options(settings))
         self.table = FrameTable.empty()
         self.events: list[Event] = []
+        #: The objects (rows kept in memory), when tracked.
+        self.objects = ObjectsSink(None, source, settings) if tracks_objects(settings) else None
+        self.mode = settings.events
 
     def open(self) -> None:
-        """Nothing to start."""
+        """Start the objects' rows."""
+        if self.objects is not None:
+            self.objects.open()
 
     def write(self, block: Block) -> None:
-        """Count a block's masks."""
+        """Count a block's masks; track its blobs."""
         numbers = [self.source.mask_number(n) for n in block.numbers]
         times = block_times(self.source, block.numbers, numbers, self.recorder.fps)
         self.recorder.add(numbers, times, block.masks)
+        if self.objects is not None:
+            self.objects.write(block)
 
     def close(self) -> None:
-        """Find the events."""
+        """Find the events (the objects' with ``events="objects"``)."""
         self.table, self.events = self.recorder.finish()
+        if self.objects is not None:
+            self.objects.close()
+            if self.mode == "objects":
+                self.events = self.objects.events()
+
+    def found(self) -> dict[str, Any]:
+        """What :class:`~bpvideo.sinks.arrays.Separation` gets besides the arrays:
+        ``events``, ``frames`` and, when tracked, ``objects``, ``tracks`` (the rows of
+        ``objects.csv`` and ``tracks.csv``) and ``counts``."""
+        found: dict[str, Any] = {"events": self.events, "frames": self.table}
+        if self.objects is not None:
+            found.update(self.objects.kept(), counts=self.objects.summary().get("counts"))
+        return found
 
     def abort(self) -> None:
         """Nothing to stop."""

@@ -3,8 +3,8 @@
 :class:`FolderSink` takes the finished blocks (:class:`~bpvideo.records.Block`) one after
 another: the background and foreground videos go to ffmpeg encoders fed by their own
 threads, masks into the staging folder (and ``--masks-to``), background frames to the
-``background.png`` median (:class:`~bpvideo.records.Still`) and the ``--preview``
-contact sheet.
+``background.png`` median (:class:`~bpvideo.records.Still`; in colour for a colour input
+solved on grey, :mod:`bpvideo.sinks.colour`) and the ``--preview`` contact sheet.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from bpvideo.errors import InputError, literal
 from bpvideo.preview import contact_sheet, preview_frames
 from bpvideo.records import Block, Still, Stopwatch
+from bpvideo.sinks.colour import Chroma
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
 from bpvideo.sinks.raw import RawMaskSink
 from bpvideo.sinks.table import output_names
@@ -125,6 +126,8 @@ class FolderSink:
         self.raw = _raw_masks(outdir, settings.masks_to) if settings.masks_to else None
         self.mask_files = MaskWriter(outdir.stage("masks"))
         self.still = Still()
+        #: The colour of a grey still (None: the background is in colour, or the input grey)
+        self.chroma = Chroma() if settings.gray and source.channels == 3 else None
         self.shown = PreviewFrames(source.frame_count) if settings.preview else None
         self.written = 0
 
@@ -149,6 +152,8 @@ class FolderSink:
         if self.raw is not None:
             self.raw.write(masks)
         self.still.add(background)
+        if self.chroma is not None:
+            self.chroma.add(block.frames, masks)
         self.written += len(masks)
         self.clock.add("write", time.perf_counter() - t)
 
@@ -161,7 +166,10 @@ class FolderSink:
         if self.raw is not None:
             self.raw.close()
         stage = self.outdir.stage
-        atomic_write_bytes(stage("background.png"), encode_png(self.still.median()))
+        still = self.still.median()
+        if self.chroma is not None:
+            still = self.chroma.colour(still)
+        atomic_write_bytes(stage("background.png"), encode_png(still))
         if self.shown is not None:
             atomic_write_bytes(stage("preview.png"), encode_png(self.shown.sheet()))
         for stream in self.streams:

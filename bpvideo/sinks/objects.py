@@ -48,6 +48,19 @@ def count_lines(specs: tuple[str, ...] | list[str], scale: float = 1.0) -> list[
     return lines
 
 
+class _Kept:
+    """Rows kept in memory (the objects of :func:`bpvideo.separate`)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self.rows += rows
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
 class _Rows:
     """A CSV file written row by row."""
 
@@ -68,15 +81,25 @@ class ObjectsSink:
 
     Parameters
     ----------
-    outdir : OutputDir
-        The output directory (entered).
+    outdir : OutputDir or None
+        The output directory (entered); None keeps the rows in memory instead
+        (:attr:`kept`: ``objects`` and ``tracks``).
+    rows : (writer, writer), optional
+        Where the rows of objects.csv and tracks.csv go instead (each has ``write(rows)``
+        and ``close()``): the lines of ``--events-to``.
     source : FrameSource
         The frames (size, rate, mask numbers).
     settings : SeparateSettings
         ``events``, ``count_line``, the regions, ``step``.
     """
 
-    def __init__(self, outdir: OutputDir, source: FrameSource, settings: SeparateSettings) -> None:
+    def __init__(
+        self,
+        outdir: OutputDir | None,
+        source: FrameSource,
+        settings: SeparateSettings,
+        rows: tuple[Any, Any] | None = None,
+    ) -> None:
         self.outdir = outdir
         self.source = source
         self.settings = settings
@@ -95,13 +118,25 @@ class ObjectsSink:
         self.ended: list[TrackedObject] = []  # kept for --events objects only
         self.keep = settings.events == "objects"
         self.seconds = 0.0  # the input's time so far
-        self.objects: _Rows | None = None
-        self.tracks: _Rows | None = None
+        self.rows = rows
+        self.objects: Any = None
+        self.tracks: Any = None
 
     def open(self) -> None:
-        """Start both files."""
+        """Start both files (or lists, or the writers given)."""
+        if self.rows is not None:
+            self.objects, self.tracks = self.rows
+            return
+        if self.outdir is None:
+            self.objects, self.tracks = _Kept(), _Kept()
+            return
         self.objects = _Rows(self.outdir.stage("objects.csv"), OBJECT_COLUMNS)
         self.tracks = _Rows(self.outdir.stage("tracks.csv"), TRACK_COLUMNS)
+
+    def kept(self) -> dict[str, list[dict[str, Any]]]:
+        """The rows of ``objects.csv`` and ``tracks.csv`` kept in memory (no OUTDIR)."""
+        assert isinstance(self.objects, _Kept) and isinstance(self.tracks, _Kept)
+        return {"objects": self.objects.rows, "tracks": self.tracks.rows}
 
     def write(self, block: Block) -> None:
         """Track the block's blobs; write the rows they make."""
@@ -116,7 +151,7 @@ class ObjectsSink:
 
     def _ended(self, ended: list[TrackedObject]) -> None:
         assert self.objects is not None
-        self.objects.write([o.row() for o in ended])
+        self.objects.write([o.row(self.source.clock) for o in ended])
         if self.keep:
             self.ended += ended
 
@@ -135,7 +170,7 @@ class ObjectsSink:
 
     def events(self) -> list[Event]:
         """One event per object (``--events objects``), after :meth:`close`."""
-        return object_events(self.ended)
+        return [e.timed(self.source.clock) for e in object_events(self.ended)]
 
     def summary(self) -> dict[str, Any]:
         """summary.json's ``objects`` and (with counting lines) ``counts``."""

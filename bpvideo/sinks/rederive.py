@@ -20,7 +20,6 @@ from bpvideo.errors import BpvideoError, InputError, literal, shown
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
 from bpvideo.limits import FPS_RANGE, MAX_FRAMES, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
-from bpvideo.sinks.event_report import report_html
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
 from bpvideo.sinks.guard import Access, check_access, region_reads
@@ -32,9 +31,11 @@ from bpvideo.sinks.outputs import (
     signals_deferred,
     write_json,
 )
+from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import OUTPUTS
 from bpvideo.sources.headers import decode_image, read_image, read_text
 from bpvideo.sources.regions import region_mask
+from bpvideo.times import WallClock, parse_time_of_day
 
 __all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
 
@@ -180,6 +181,15 @@ def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
     except (OSError, ValueError, IndexError, StopIteration):
         pass
     return frame_times(numbers, fps)
+
+
+def _clock(summary: dict[str, Any]) -> WallClock:
+    """The clock of the run's seconds (summary.json's ``start_time``), unknown without."""
+    try:
+        origin = parse_time_of_day(summary["start_time"])
+    except (KeyError, InputError):  # an earlier version's summary, or none known
+        return WallClock()
+    return WallClock(origin, summary.get("start_time_source"))
 
 
 def _read_mask(path: Path, shape: tuple[int, int]) -> np.ndarray:
@@ -342,7 +352,12 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
     try:
         _read_all(outdir, numbers, times, stream, backdrop)
-        found = stream.finish()
+        found = [e.timed(_clock(summary)) for e in stream.finish()]
+        outputs = dict(summary.get("outputs") or {})
+        outputs.update(EVENT_FILES)
+        dropped = _derived(outdir, staging, summary, settings, found, outputs)
+        # the clips are the new events' (staged); the overlay shows the masks: it stays
+        links = Links(Links.of(staging, found).clips, Links.of(outdir, []).overlay)
         page = report_html(
             title=str(summary.get("input", outdir)),
             series=stream.series.arrays(),
@@ -353,12 +368,14 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
             facts=report_facts(
                 str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
             ),
+            objects=None if "objects.csv" in dropped else read_objects(outdir / "objects.csv"),
+            object_count=None if "objects.csv" in dropped else summary.get("objects"),
+            counts=summary.get("counts"),
+            links=links,
+            start=wall_clock(summary.get("start_time")),
         )
         atomic_write_bytes(staging / EVENT_FILES["events"], events_csv(found))
         atomic_write_bytes(staging / EVENT_FILES["report"], page.encode())
-        outputs = dict(summary.get("outputs") or {})
-        outputs.update(EVENT_FILES)
-        dropped = _derived(outdir, staging, summary, settings, found, outputs)
         changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
         summary["settings"] = {**summary.get("settings", {}), **changed}
         summary["events"] = [e.row() for e in found]

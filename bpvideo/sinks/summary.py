@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bpvideo.records import Block, Plan, Report, WindowReport
+from bpvideo.times import WallClock
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.settings import SeparateSettings
@@ -207,4 +208,5 @@ class ReportBuilder:
             frames_lost=_lost(self.source),
             learned=learned,
             evaluation=evaluation,
+            **getattr(self.source, "clock", WallClock()).to_dict(),
         )

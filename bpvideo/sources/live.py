@@ -36,6 +36,7 @@ import numpy as np
 from bpvideo.errors import InputError, literal
 from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
 from bpvideo.sources import ffmpeg as _ffmpeg
+from bpvideo.sources.clock import ArrivalClock
 from bpvideo.sources.pipes import Y4M_MAGIC, open_pipe, parse_y4m_header, y4m_frames
 from bpvideo.sources.stream import FrameSource, frame_size, resize_frame
 
@@ -143,7 +144,7 @@ def check_live_options(input: str, settings: SeparateSettings) -> None:
         raise InputError("{background_from} cannot be used on a live stream: its first "
                          "seconds are learned; give {learn} frames where the scene is empty",
                          option=("background_from", settings.background_from))  # fmt: skip
-    for name in ("learn_from", "mask", "observe", "groundtruth", "preview", "end"):
+    for name in ("learn_from", "mask", "observe", "groundtruth", "preview", "end", "start_time"):
         if getattr(settings, name) not in (None, False):
             raise InputError(f"{{{name}}} cannot be used on a live stream: drop it",
                              option=(name, getattr(settings, name)))  # fmt: skip
@@ -264,6 +265,8 @@ class LiveReader:
         self.stop = stop or threading.Event()
         self.queue: queue.Queue[tuple[np.ndarray, float] | None] = queue.Queue(QUEUE_FRAMES)
         self.gaps: list[float] = []  #: seconds of each gap the stream was reconnected after
+        #: when each frame arrived (the stream's times and time of day)
+        self.arrivals = ArrivalClock()
         self.error: BaseException | None = None
         self._connection: _Connection | None = None
         if stream is not None:
@@ -323,7 +326,7 @@ class LiveReader:
         count = 0
         try:
             for _, frame in frames:
-                if self.stop.is_set() or not self._put((frame, time.time())):
+                if self.stop.is_set() or not self._put((frame, time.monotonic())):
                     break
                 count += 1
         except (OSError, ValueError) as exc:  # cut inside a frame: a drop
@@ -395,7 +398,8 @@ class LiveReader:
 
     def batches(self, most: int, scale: float = 1.0) -> Iterator[list[tuple[int, np.ndarray]]]:
         """Frames in batches of what has arrived: the next frame (waited for), then those
-        already queued behind it, ``most`` at most; numbered 0, 1, ... and resized.
+        already queued behind it, ``most`` at most; numbered 0, 1, ... and resized; their
+        arrival times in :attr:`arrivals`.
 
         Raises
         ------
@@ -405,7 +409,8 @@ class LiveReader:
         index = 0
         frames = self.frames()
         try:
-            for frame, _ in frames:
+            for frame, arrived in frames:
+                self.arrivals.stamp(index, arrived)
                 batch = [(index, resize_frame(frame, scale))]
                 index += 1
                 while len(batch) < most:
@@ -416,6 +421,7 @@ class LiveReader:
                     if item is None:
                         self.queue.put(None)  # the end, seen again by frames()
                         break
+                    self.arrivals.stamp(index, item[1])
                     batch.append((index, resize_frame(item[0], scale)))
                     index += 1
                 yield batch
@@ -474,4 +480,5 @@ def open_live(
     source = FrameSource(shown, w, h, reader.fps, None, (reader.width, reader.height),
                          numbered())  # fmt: skip
     source._decoder = reader
+    source.times, source.clock = reader.arrivals.times, reader.arrivals
     return source, reader

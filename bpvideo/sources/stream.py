@@ -17,7 +17,7 @@ import numpy as np
 
 from bpvideo.errors import InputError, WorkError, literal
 from bpvideo.sources.accounting import FrameLoss, check_strict
-from bpvideo.times import parse_time
+from bpvideo.times import WallClock, parse_time
 
 __all__ = [
     "FrameSource",
@@ -110,6 +110,9 @@ class FrameSource:
     lost : FrameLoss
         Frames dropped or repeated, and why (:mod:`bpvideo.sources.accounting`): complete once
         the frames are consumed.
+    clock : WallClock or ArrivalClock
+        The time of day of the seconds of :attr:`times` (:mod:`bpvideo.sources.clock`):
+        unknown unless the job sets it.
     """
 
     name: str
@@ -128,6 +131,7 @@ class FrameSource:
     times: dict[int, float] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     lost: FrameLoss = field(default_factory=FrameLoss)
+    clock: Any = field(default_factory=WallClock)
     _decoder: Any = None
 
     def mask_number(self, frame_number: int) -> int:

@@ -315,7 +315,7 @@ def test_a_stop_signal_arriving_in_a_finalizer_still_stops_the_command(
     import gc
     import logging
 
-    from bpvideo._cli.console import _sigterm_raises
+    from bpvideo._cli.signals import stop_signals_raise
     from bpvideo.errors import Terminated
 
     class SignalledWhileCollected:
@@ -330,7 +330,7 @@ def test_a_stop_signal_arriving_in_a_finalizer_still_stops_the_command(
     default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
     before = signal.signal(signum, default)
     try:
-        with pytest.raises(expected), _sigterm_raises():
+        with pytest.raises(expected), stop_signals_raise():
             SignalledWhileCollected()
             gc.collect()
             # raised again once the finalizer is over: marked by a thread, whose turn

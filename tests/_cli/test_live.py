@@ -9,6 +9,8 @@ a file (a playlist) stays refused.
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
 import json
 import signal
 import subprocess
@@ -54,7 +56,8 @@ def test_stream_every_frame_masked_outputs_complete_events_on_stdout(street, tmp
     server = serve(clip, port)
     try:
         done = _separate(url(port), "-o", tmp_path / "out", "--reconnect", "1",
-                         "--learn", "0:50", "--events-to", "-")  # fmt: skip
+                         "--learn", "0:50", "--events-to", "-", "--count-line",
+                         "48,0 48,71")  # fmt: skip
     finally:
         _stop(server)
     assert done.returncode == 0, done.stderr.decode()
@@ -67,8 +70,28 @@ def test_stream_every_frame_masked_outputs_complete_events_on_stdout(street, tmp
     assert f_measure(masks, truth) > 0.8  # H.264 at crf 12 between the clip and bpvideo
     assert (tmp_path / "out" / "background.mp4").stat().st_size > 0
     assert not list((tmp_path / "out").glob(STAGING_PREFIX + "*"))
-    events = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    events = [line for line in lines if "event" in line]
     assert events, "the objects crossing the street are events"
+    # --count-line tracks objects: each is a line (objects.csv's row) as it ends, and the
+    # counts so far follow each block in which one crossed the line.
+    objects = [line for line in lines if "object" in line]
+    counted = [line for line in lines if "counts" in line]
+    assert len(events) + len(objects) + len(counted) == len(lines)
+    with open(tmp_path / "out" / "objects.csv", newline="") as handle:
+        assert [int(r["object"]) for r in csv.DictReader(handle)] == [
+            o["object"] for o in objects
+        ]  # the same objects as the result's (in the order they ended)
+    assert counted and counted[-1]["counts"] == summary["counts"]
+    totals = [sum(c["counts"]["48,0 48,71"].values()) for c in counted]
+    assert totals == sorted(set(totals)) and totals[-1] >= 2
+    # The arrival clock: times of day of the frames' arrival, on the stream's own clock.
+    assert summary["start_time_source"] == "arrival"
+    start = dt.datetime.fromisoformat(summary["start_time"])
+    assert start.utcoffset() is not None
+    for e in events:
+        when = dt.datetime.fromisoformat(e["start_time_of_day"])
+        assert when >= start and e["end_time_of_day"] >= e["start_time_of_day"]
     assert [e["event"] for e in events] == list(range(1, len(events) + 1))
     assert all(1 <= e["start_frame"] <= e["end_frame"] <= 150 for e in events)
     ends = [e["end_frame"] for e in events]
@@ -100,6 +123,13 @@ def test_dropped_stream_is_reconnected(street, tmp_path):
     summary = _summary(tmp_path / "out")
     assert summary["frames"] == 300  # both connections, numbered on
     assert len(list((tmp_path / "out" / "masks").glob("bin*.png"))) == 300
+    # The arrival clock: the gap (a second at least with no server) is a gap in the
+    # times, no frame or time made up for it; before and after it, real time.
+    times = np.array(summary["times"])
+    steps = np.diff(times)
+    assert summary["start_time_source"] == "arrival" and (steps >= 0).all()
+    assert steps[149] > 0.9
+    assert times[149] > 4.0 and times[299] - times[150] > 4.0  # 6 s of frames sent each
 
 
 def test_segments_roll_over_each_complete_and_masks_stream(street, tmp_path):

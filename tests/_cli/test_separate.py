@@ -199,6 +199,35 @@ def test_color_writes_colour_outputs(run_cli, tiny_clip: Path, tmp_path: Path) -
     assert (masks & gt).sum() / gt.sum() > 0.9
 
 
+def test_gray_solve_of_colour_input_writes_colour_still(
+    run_cli, tiny_clip: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "g"
+    res = run_cli("separate", tiny_clip, "-o", out, "--no-video", "--rank", "1", "-q")
+    assert res.code == 0, res.err
+    assert json.loads((out / "summary.json").read_text())["settings"]["gray"] is True
+    still = cv2.imread(str(out / "background.png"), cv2.IMREAD_UNCHANGED)
+    assert still.shape == (36, 48, 3)
+    # The true background: each pixel's median over the frames where the square is not.
+    frames, gt = tiny_frames()
+    hidden = np.where(gt[..., None], np.nan, frames.astype(float))
+    truth = np.nanmedian(hidden, axis=0)
+    assert np.abs(still - truth).mean() < 2.0
+    # The clip's red channel is the blue one + 10 grey levels (the square's too).
+    assert np.median(still[..., 2].astype(int) - still[..., 0]) == 10
+    # Its grey level is the grey solve's background.
+    masks = read_masks(out / "masks") > 0
+    grey = cv2.cvtColor(still, cv2.COLOR_BGR2GRAY).astype(int)
+    background_grey = np.median(
+        np.where(
+            masks, np.nan, np.array([cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in frames], float)
+        ),
+        axis=0,
+    )
+    ok = np.isfinite(background_grey)
+    assert np.abs(grey[ok] - background_grey[ok]).mean() < 2.0
+
+
 def test_many_inputs_one_failing(run_cli, tiny_clip: Path, tmp_path: Path) -> None:
     cams = tmp_path / "cams"
     cams.mkdir()

@@ -201,7 +201,7 @@ def test_exponent_floats_load_as_numbers(tmp_path: Path, cams: Path) -> None:
     config = write_config(
         tmp_path,
         "defaults:\n  sparsity: 1e-1\n  tol: '2e-4'\n  threshold: 2.5e1\n"
-        "jobs:\n  - input: cams/south/c.mkv\n",
+        "jobs:\n  - input: cams/south/c.mkv\n    output: out/c\n",
     )
     (job,) = load_config(config).jobs
     assert job.settings["sparsity"] == 0.1
@@ -214,7 +214,8 @@ def test_frame_spans_load_as_text(tmp_path: Path, cams: Path) -> None:
     data, _ = load_yaml(write_config(tmp_path, "a: 10:20\nb: 0x1F\nc: 017\n", name="s.yaml"))
     assert (data["a"], data["b"], data["c"]) == ("10:20", 31, 15)
     config = write_config(
-        tmp_path, "defaults:\n  learn: 10:60\njobs:\n  - input: cams/south/c.mkv\n"
+        tmp_path,
+        "defaults:\n  learn: 10:60\njobs:\n  - input: cams/south/c.mkv\n    output: out/c\n",
     )
     (job,) = load_config(config).jobs
     assert job.settings["learn"] == "10:60"
@@ -376,3 +377,25 @@ def test_malformed_entries_each_reported_once(tmp_path: Path, cams: Path) -> Non
         f"{label}:6: jobs[2].output: bad template '{{stem': expected '}}' before end of string",
         f"{label}:7: jobs[3].camera: template values must be text, got {{'a': 1}}",
     ]
+
+
+def test_overwrite_replaces_earlier_results(run_cli, cams: Path, tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "defaults:\n  max-iter: 30\njobs:\n  - input: cams/south/c.mkv\n    output: out/c\n",
+    )
+    assert run_cli("batch", config).code == 0
+    summary = tmp_path / "out/c/summary.json"
+    stamp = summary.stat().st_mtime_ns
+    # Run again: the job fails, and says so in batch's own words.
+    res = run_cli("batch", config)
+    assert res.code == 1
+    error = read_report(tmp_path / "night.report.json")["jobs"][0]["error"]
+    assert "pass --overwrite to replace them" in error and "overwrite=True" not in error
+    res = run_cli("batch", config, "--overwrite")
+    assert res.code == 0, res.err
+    assert summary.stat().st_mtime_ns != stamp
+    assert read_report(tmp_path / "night.report.json")["counts"] == {"ok": 1}
+    res = run_cli("batch", config, "--overwrite", "--resume")
+    assert res.code == 2 and res.out == ""
+    assert res.err.count("\n") == 1 and "--resume and --overwrite" in res.err

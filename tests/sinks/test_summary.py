@@ -10,13 +10,14 @@ from bpvideo.records import Stopwatch
 
 #: The top-level keys of summary.json, in order (``learned`` and ``evaluation`` only when
 #: there are some; ``mask_numbers`` came with issue 14, ``times`` and ``skipped`` with
-#: issue 27, ``events`` with issue 28, ``frames_lost`` with issue 42).
+#: issue 27, ``events`` with issue 28, ``frames_lost`` with issue 42, ``start_time`` and
+#: ``start_time_source`` with issue 41).
 KEYS = [
     "bpvideo_version", "input", "output", "frames", "frame_numbers", "mask_numbers", "times",
     "width",
     "height", "channels", "fps", "observed_fraction", "settings", "solver", "masks",
     "windows", "outputs", "partial", "frames_expected", "skipped", "seconds", "events",
-    "frames_lost",
+    "frames_lost", "start_time", "start_time_source",
 ]  # fmt: skip
 
 
