@@ -303,6 +303,36 @@ def _swap(outdir: Path, staging: Path, dropped: list[str]) -> None:
             os.replace(staging / name, outdir / name)
 
 
+def _page(
+    outdir: Path, staging: Path, summary: dict[str, Any], settings: SeparateSettings,
+    stream: EventStream, found: list[Event], dropped: list[str],
+) -> str:  # fmt: skip
+    """The new ``report.html``: it links the new clips (staged) and the overlay (the
+    masks': it stays), and shows the objects unless they were removed."""
+    links = Links(Links.of(staging, found).clips, Links.of(outdir, []).overlay)
+    still = outdir / "background.png"
+    shape = (int(summary["height"]), int(summary["width"]))
+    shown = read_image(still, cv2.IMREAD_COLOR)
+    return report_html(
+        title=str(summary.get("input", outdir)),
+        series=stream.series.arrays(),
+        events=found,
+        thumbs=stream.thumbs.of(found),
+        background_png=still.read_bytes()
+        if shown is not None and shown.shape[:2] == shape
+        else None,
+        settings=settings.to_dict(),
+        facts=report_facts(
+            str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
+        ),
+        objects=None if "objects.csv" in dropped else read_objects(outdir / "objects.csv"),
+        object_count=None if "objects.csv" in dropped else summary.get("objects"),
+        counts=summary.get("counts"),
+        links=links,
+        start=wall_clock(summary.get("start_time")),
+    )
+
+
 def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     """Find the events of an output directory again from its masks; replace what the
     events make as one set: ``events.csv``, ``frames.csv``, ``report.html``, the clips
@@ -356,24 +386,7 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
         outputs = dict(summary.get("outputs") or {})
         outputs.update(EVENT_FILES)
         dropped = _derived(outdir, staging, summary, settings, found, outputs)
-        # the clips are the new events' (staged); the overlay shows the masks: it stays
-        links = Links(Links.of(staging, found).clips, Links.of(outdir, []).overlay)
-        page = report_html(
-            title=str(summary.get("input", outdir)),
-            series=stream.series.arrays(),
-            events=found,
-            thumbs=stream.thumbs.of(found),
-            background_png=(outdir / "background.png").read_bytes() if still is not None else None,
-            settings=settings.to_dict(),
-            facts=report_facts(
-                str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
-            ),
-            objects=None if "objects.csv" in dropped else read_objects(outdir / "objects.csv"),
-            object_count=None if "objects.csv" in dropped else summary.get("objects"),
-            counts=summary.get("counts"),
-            links=links,
-            start=wall_clock(summary.get("start_time")),
-        )
+        page = _page(outdir, staging, summary, settings, stream, found, dropped)
         atomic_write_bytes(staging / EVENT_FILES["events"], events_csv(found))
         atomic_write_bytes(staging / EVENT_FILES["report"], page.encode())
         changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
