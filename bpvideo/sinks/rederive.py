@@ -243,9 +243,8 @@ def _derived(
                            "cannot be read again): run bpvideo separate --clips for clips",
                            outdir, summary.get("input"))  # fmt: skip
     run = summary.get("settings", {})
-    region = [run.get(k) for k in ("roi", "exclude")] != [
-        getattr(settings, k) for k in ("roi", "exclude")
-    ]
+    now = json.loads(json.dumps(settings.to_dict(), default=str))  # as summary.json has it
+    region = any(run.get(k, now[k]) != now[k] for k in ("roi", "exclude"))
     objects = [n for n in ("objects.csv", "tracks.csv") if (outdir / n).exists()]
     if region and objects:
         dropped += objects
