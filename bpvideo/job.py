@@ -23,7 +23,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from bpvideo.background import tuning
 from bpvideo.background.empty_scene import given_scene, reopen_file
-from bpvideo.errors import BpvideoError, InputError, literal
+from bpvideo.errors import BpvideoError, InputError, Terminated, literal
 from bpvideo.evaluate.groundtruth import check_groundtruth
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.events.online import OnlineEvents
@@ -43,8 +43,16 @@ from bpvideo.pipeline.plan import Job, plan_run
 from bpvideo.pipeline.run import iter_blocks
 from bpvideo.progress import ProgressCallback, track
 from bpvideo.records import Block, Report, Stopwatch
+from bpvideo.resume import (
+    check_resume,
+    keep_incomplete,
+    missing_folders,
+    remove_created,
+    with_checkpoint,
+)
 from bpvideo.settings import SeparateSettings, parse_size, parse_span, parse_time, settings_of
 from bpvideo.sinks import Sink, drain
+from bpvideo.sinks.checkpoint import Checkpoint
 from bpvideo.sinks.event_lines import LiveEventSink
 from bpvideo.sinks.event_stream import event_options
 from bpvideo.sinks.events import block_times
@@ -175,10 +183,11 @@ def check_job(input: str, out_path: str, settings: SeparateSettings) -> None:
         check_input_name(input)
     RawMaskSink.check(settings.masks_to)
     check_access(*separate_access(input, out_path, settings))
+    check_resume(input, out_path, settings, is_live(input, settings))
     if settings.segment is not None:
         SegmentSink.check_root(Path(out_path))
     else:
-        OutputDir(out_path, overwrite=settings.overwrite).check()
+        OutputDir(out_path, overwrite=settings.overwrite or settings.resume).check()
 
 
 def run_job(
@@ -216,13 +225,9 @@ def run_job(
             learned = None if live else _learned(input, settings, callback, clock)
             blocks, solved = _blocks(job, input, reader, learned)
             results = _results(out_path, job, solved, live)
-            try:
-                drain(blocks, [results, *_beside(job, live)], tracker)
-            except BpvideoError as exc:
-                kept = results.closed if isinstance(results, SegmentSink) else []
-                if not kept:
-                    raise
-                raise _saying_kept(exc, kept, Path(out_path)) from exc
+            reopen = lambda: _open(input, settings, None, stop, False)[0]  # noqa: E731
+            checkpoint, blocks = with_checkpoint(job, input, out_path, live, blocks, reopen)
+            _drain(job, out_path, blocks, [results, *_beside(job, live)], checkpoint, reopen)
         finally:
             source.close()
     outcome = _outcome(results)
@@ -235,6 +240,33 @@ def run_job(
         logger.info("wrote %s (%.2fs in all)%s", out_path, clock.total()["total"],
                     _found(outcome.report, out_path))  # fmt: skip
     return outcome
+
+
+def _drain(
+    job: Job, out_path: str, blocks: Iterable[Block], sinks: list[Sink],
+    checkpoint: Checkpoint | None, reopen: Callable[[], FrameSource],
+) -> None:  # fmt: skip
+    """Hand the blocks to the sinks (and the checkpoint). Stopped by a signal, keep the
+    finished windows as an incomplete result; failed, remove the checkpoint too."""
+    created = missing_folders(Path(out_path))
+    results = sinks[0]
+    try:
+        drain(blocks, sinks if checkpoint is None else [*sinks, checkpoint], job.progress)
+    except (KeyboardInterrupt, Terminated):
+        if checkpoint is not None:
+            if getattr(results, "report", None) is not None:  # complete already
+                checkpoint.remove()
+            elif not keep_incomplete(job, out_path, checkpoint, reopen):
+                remove_created(created)
+        raise
+    except BpvideoError as exc:
+        if checkpoint is not None and not job.settings.resume:  # a resumed one stays
+            checkpoint.remove()
+            remove_created(created)
+        kept = results.closed if isinstance(results, SegmentSink) else []
+        if not kept:
+            raise
+        raise _saying_kept(exc, kept, Path(out_path)) from exc
 
 
 def _open(

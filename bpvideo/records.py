@@ -323,7 +323,9 @@ class Report:
     truth) and ``events`` (the rows of ``events.csv``) when there are some; ``objects``
     (how many in ``objects.csv``) and ``counts`` (of the counting lines) from a result folder;
     ``start_time`` (ISO 8601: the time of day at second 0 of ``times``, null when unknown)
-    and ``start_time_source`` (``option``, ``container`` or ``arrival``).
+    and ``start_time_source`` (``option``, ``container`` or ``arrival``); ``incomplete`` (a
+    run stopped by a signal: the frames kept, ``{"frames", "of", "last_frame", "resume"}``;
+    never in a complete result).
     Also readable as a mapping: ``report["solver"]["iterations"]``.
     """
 
@@ -356,6 +358,7 @@ class Report:
     counts: dict[str, Any] | None = None
     start_time: str | None = None
     start_time_source: str | None = None
+    incomplete: dict[str, Any] | None = None
     bpvideo_version: str = __version__
 
     @property
@@ -399,6 +402,8 @@ class Report:
         if self.counts is not None:
             out["counts"] = self.counts
         out.update(start_time=self.start_time, start_time_source=self.start_time_source)
+        if self.incomplete is not None:  # keys are only ever added: new ones go last
+            out["incomplete"] = self.incomplete
         return json.loads(json.dumps(out, default=_json_default))
 
     def __getitem__(self, key: str) -> Any:

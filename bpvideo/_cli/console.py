@@ -248,13 +248,16 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("BPVIDEO_DEBUG", "") not in ("", "0")
 
 
-def _committed() -> list:
+def _committed(name: str = "COMMITTED") -> list:
     outputs = sys.modules.get("bpvideo.sinks.outputs")  # not loaded: nothing was written
-    return list(outputs.COMMITTED) if outputs is not None else []
+    return list(getattr(outputs, name)) if outputs is not None else []
 
 
-def _interrupted(what: str, before: int) -> str:
+def _interrupted(what: str, before: int, kept_before: int = 0) -> str:
     complete = _committed()[before:]
+    kept = _committed("KEPT")[kept_before:]
+    if kept and not complete:  # the finished windows of a stopped run
+        return f"bpvideo: {what}: {kept[-1]}: run the same command with --resume to finish"
     if complete:
         return (
             f"bpvideo: {what} after the result in {complete[-1]} was complete (summary.json "
@@ -307,7 +310,7 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
         own_process()
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
-    before = len(_committed())
+    before, kept_before = len(_committed()), len(_committed("KEPT"))
     try:
         with stop_signals_raise(process_exit=argv is None):
             if argv is None:  # this process's limits are bpvideo's to set
@@ -315,7 +318,8 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
             result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
     except Terminated as exc:
         name = signal_name(exc.signum)
-        click.echo(_interrupted(f"terminated by signal {exc.signum}{name}", before), err=True)
+        what = f"terminated by signal {exc.signum}{name}"
+        click.echo(_interrupted(what, before, kept_before), err=True)
         return 128 + exc.signum
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -329,7 +333,7 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
         click.echo(f"bpvideo: error: {one_line(exc.format_message())}{hint}", err=True)
         return exc.exit_code
     except (KeyboardInterrupt, click.exceptions.Abort):
-        click.echo(_interrupted("interrupted", before), err=True)
+        click.echo(_interrupted("interrupted", before, kept_before), err=True)
         return 130
     except BpvideoError as exc:
         if debug:

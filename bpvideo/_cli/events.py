@@ -21,11 +21,13 @@ Examples:
   bpvideo events out --roi door.png --event-pad 0
 
 \b
-Rewrites OUTDIR/events.csv, frames.csv, report.html and the "events" of summary.json
-(each file replaced whole), from the masks in OUTDIR/masks: no frame is decoded, nothing
-is solved. Options not given keep the run's values (summary.json's settings); a region
-can only narrow the run's, whose masks hold no foreground outside it. Clips and the
-overlay are not rewritten (run separate again with --clips / --overlay).
+Replaces OUTDIR/events.csv, frames.csv, report.html, the clips and the "events" of
+summary.json as one set (staged, then swapped: a failure or Ctrl-C midway leaves the old
+set whole), from the masks in OUTDIR/masks: nothing is solved. Clips are cut again from
+the input (removed when it cannot be read); objects.csv and tracks.csv are removed when
+the region changes. Options not given keep the run's values (summary.json's settings); a
+region can only narrow the run's, whose masks hold no foreground outside it. The overlay
+shows the masks, not the events: it stays.
 """
 
 

@@ -116,7 +116,8 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
 def completed(job: Job) -> bool:
     """Whether ``job.output`` holds a complete result of this very job (for ``--resume``).
 
-    Complete means: ``summary.json`` is there (it is written last), its input is the
+    Complete means: ``summary.json`` is there (it is written last), not ``incomplete``
+    (the finished windows of a stopped run), its input is the
     job's input and its ``settings`` equal the job's (``overwrite`` aside, which does not
     change the result; options that a result of an older version does not record count
     at their defaults).
@@ -126,6 +127,8 @@ def completed(job: Job) -> bool:
     summary_path = Path(job.output) / "summary.json"
     try:
         summary = json.loads(summary_path.read_text())
+        if summary.get("incomplete"):
+            return False
         recorded = dict(summary["settings"])
         same_input = Path(summary["input"]).resolve() == Path(job.input).resolve()
     except (OSError, ValueError, KeyError, TypeError):
@@ -134,8 +137,8 @@ def completed(job: Job) -> bool:
 
     recorded = {name: value for name, value, _ in option_specs()} | recorded  # added options
     wanted = dict(job.settings)
-    recorded.pop("overwrite", None)
-    wanted.pop("overwrite", None)
+    for free in ("overwrite", "resume"):  # they do not change the result
+        recorded.pop(free, None), wanted.pop(free, None)
     as_json = lambda d: json.loads(json.dumps(d))  # noqa: E731 - tuples are lists there
     return same_input and as_json(recorded) == as_json(wanted)
 
@@ -328,12 +331,16 @@ def _todo(config: BatchConfig, report: BatchReport, options: BatchOptions) -> li
     """The jobs to run; with ``--resume``, those complete already keep their earlier
     entry in the report (status, seconds...), and earlier workers still ending are
     waited for (they were told to stop when their batch died)."""
+    from bpvideo.resume import stopped
+
     earlier = read_report(report.path) if options.resume else {}
     wait_for(earlier.get("worker_processes", []))
     todo = []
     for job in config.jobs:
         if options.resume and completed(job):
             report.kept(job, earlier.get("by_job", {}).get((job.input, job.output)))
+        elif options.resume and stopped(job.input, job.output, job.settings):  # from its windows
+            todo.append(dataclasses.replace(job, settings={**job.settings, "resume": True}))
         else:
             todo.append(job)
     return todo

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -232,6 +233,13 @@ class Job:
         A given empty scene (``background_from``): a data column of the frames' size, or
         the span of the first window's frames to take it from (a stream that cannot be
         read twice).
+    carry : object or None
+        What the last solved window hands on to the next (set by the run loop; read at a
+        window's end by :func:`~bpvideo.pipeline.run.carried_state` for a checkpoint).
+    resume : (int, dict) or None
+        Windows finished before a stop and the state they handed on
+        (:func:`~bpvideo.pipeline.run.carried_state`): the run loop reads their frames
+        again without solving them and goes on from there (``--resume``).
     """
 
     source: FrameSource
@@ -241,6 +249,8 @@ class Job:
     callback: Callback | None = None
     progress: Tracker | None = None
     empty_scene: np.ndarray | tuple[int, int | None] | None = None
+    carry: Any = None
+    resume: tuple[int, dict[str, Any]] | None = None
 
     @classmethod
     def of(

@@ -41,7 +41,7 @@ from bpvideo.sources.observation import load_observation_mask, random_observatio
 from bpvideo.sources.regions import region_mask
 from bpvideo.sources.video import video_from_frames
 
-__all__ = ["iter_blocks", "iter_solutions"]
+__all__ = ["carried_state", "iter_blocks", "iter_solutions"]
 
 logger = logging.getLogger("bpvideo")
 
@@ -97,9 +97,10 @@ def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
     """:func:`iter_solutions` once its spool is made."""
     settings, plan, clock, source = job.settings, job.plan, job.clock, job.source
     warm = _warm_up(job)
-    state = _Carry()
+    state = job.carry = _Carry()
     if isinstance(job.empty_scene, np.ndarray):
         state.give(job.empty_scene, job.frame_shape, plan.solve_scale)
+    skip, saved = job.resume or (0, {})
     read = [0]  # frames taken from the source: more than a window's when read ahead
     frames = _counted(source.frames, read)
     if spool is not None:  # (number, index in the spool): written to disk as they come
@@ -112,6 +113,12 @@ def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
         clock.add("read", time.perf_counter() - t_read)
         if spool is not None and chunk:
             spool.release_before(chunk[0][1])
+        if index < skip:  # solved before a stop (--resume): the checkpoint has its outputs
+            _check_resumed(job, chunk, new_from, saved, index)
+            t_read = time.perf_counter()
+            continue
+        if index == skip and saved:
+            state = job.carry = _Carry.of_state(saved)
         if index == 0 and isinstance(job.empty_scene, tuple):
             scene = _first_frames_scene(chunk, job.empty_scene, job, spool)
             state.give(scene, job.frame_shape, plan.solve_scale)
@@ -140,6 +147,38 @@ def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
         t_read = time.perf_counter()
     if state.done == 0:
         raise source.nothing_selected(settings.start, settings.step)
+
+
+def carried_state(job: Job) -> dict[str, Any]:
+    """What the last solved window of ``job`` handed on to the next (its background
+    columns, reference, detail, frames done), as arrays: saved at a window's end for
+    ``--resume`` (:attr:`Job.resume`), which goes on from it exactly as the run would."""
+    state: _Carry = job.carry
+    out: dict[str, Any] = {"done": np.array(state.done)}
+    for name, value in (("carried", state.columns()), ("detail", state.detail)):
+        if value is not None:
+            out[name] = value
+    ref = state.reference
+    if ref is not None:
+        out.update(ref_image=ref.image, ref_age=ref.age, ref_covered=np.array(ref.covered))
+        if ref.noise is not None:
+            out["ref_noise"] = np.array(ref.noise)
+        if ref.columns is not None:
+            out["ref_columns"] = ref.columns
+    return out
+
+
+def _check_resumed(
+    job: Job, chunk: list[tuple[int, Any]], new_from: int, saved: dict[str, Any], index: int
+) -> None:
+    """Refuse to go on when a window solved before the stop is not the input's now."""
+    numbers = saved.get("numbers", {}).get(index)
+    if numbers is not None and [n for n, _ in chunk[new_from:]] != list(numbers):
+        raise InputError(
+            f"{literal(job.source.name)}: window {index + 1} is not the one the stopped run "
+            "solved (the input changed): run without {resume} and with {overwrite}",
+            option=("resume", True),
+        )
 
 
 def _solution(
@@ -183,6 +222,22 @@ class _Carry:
         self.detail: np.ndarray | None = None
         self.done = 0
 
+    @classmethod
+    def of_state(cls, saved: dict[str, Any]) -> _Carry:
+        """The state :func:`carried_state` saved."""
+        state = cls()
+        state.done = int(saved["done"])
+        state.carried = saved.get("carried")
+        state.detail = saved.get("detail")
+        if "ref_image" in saved:
+            noise = saved.get("ref_noise")
+            state.reference = Reference(
+                image=saved["ref_image"], age=saved["ref_age"],
+                noise=None if noise is None else _scalar(noise), columns=saved.get("ref_columns"),
+                covered=_scalar(saved["ref_covered"]),
+            )  # fmt: skip
+        return state
+
     def give(self, scene: np.ndarray, frame_shape: tuple[int, ...], solve_scale: float) -> None:
         """Start from a given empty scene (a data column): the reference, and the detail
         the solve scale loses."""
@@ -209,6 +264,12 @@ class _Carry:
             pick = np.unique(np.linspace(0, n - 1, min(n, CARRY_FRAMES)).round().astype(int))
             # kept as (background, columns) when factored: formed only if another window comes
             self.carried = L.take(pick) if L.dense is not None else (L, pick)
+
+
+def _scalar(value: np.ndarray) -> Any:
+    """A saved number as it was: a Python float (saved as float64) or a numpy scalar of
+    its own type (float32 arithmetic stays float32, so the next window is the same)."""
+    return value.item() if value.dtype == np.float64 else value[()]
 
 
 def _first_frames_scene(

@@ -21,6 +21,13 @@ class OutputSettings:
     """What is written (the ``Output`` section of ``--help``)."""
 
     overwrite: bool = option(False, "bool", "Replace the outputs of an earlier run.", arrays=False)
+    resume: bool = option(
+        False,
+        "bool",
+        "Finish a run of the same input and settings that a signal or a crash stopped, from "
+        "the windows it kept (the result is the one an uninterrupted run writes).",
+        arrays=False,
+    )
     lossless: bool = option(
         False, "bool", "Write FFV1 .mkv videos instead of H.264 .mp4.", arrays=False
     )

@@ -110,6 +110,10 @@ _PROCESS_START = time.time()
 #: Output directories completed (summary.json renamed into place) by this process, so
 #: that a late interruption is not reported as "no output was kept".
 COMMITTED: list[Path] = []
+#: Output directories committed incomplete by this process (a run stopped by a signal
+#: keeps its finished windows: summary.json says ``incomplete``), and the checkpoints
+#: kept without a result: what the CLI's last line says was kept.
+KEPT: list[str] = []
 
 
 def _pid_alive(pid: int) -> bool:
@@ -414,8 +418,9 @@ class OutputDir:
         self._beside.append((Path(staged), final))
         return Path(staged)
 
-    def commit(self) -> None:
-        """Move staged outputs into place; ``summary.json`` last.
+    def commit(self, complete: bool = True) -> None:
+        """Move staged outputs into place; ``summary.json`` last (``complete`` False: the
+        result of a stopped run, whose summary says ``incomplete``).
 
         Outputs of an earlier result that this one does not have (``background.mkv`` of a
         lossless run, ``preview.png``...) are removed with the staging folder: a result is
@@ -439,7 +444,8 @@ class OutputDir:
                     old = self.staging / f".old-{name}"
                     os.replace(dst, old)
                 os.replace(src, dst)
-            COMMITTED.append(self.path)
+            if complete:
+                COMMITTED.append(self.path)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.staging = None
         self._release_lock()

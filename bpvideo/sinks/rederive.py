@@ -7,6 +7,8 @@ import csv
 import json
 import logging
 import os
+import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -14,14 +16,21 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, literal, shown
+from bpvideo.errors import BpvideoError, InputError, literal, shown
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
 from bpvideo.limits import FPS_RANGE, MAX_FRAMES, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
 from bpvideo.sinks.guard import Access, check_access, region_reads
-from bpvideo.sinks.outputs import SUMMARY, atomic_write_bytes, signals_deferred, write_json
+from bpvideo.sinks.outputs import (
+    STAGING_PREFIX,
+    SUMMARY,
+    atomic_write_bytes,
+    remove_stale_staging,
+    signals_deferred,
+    write_json,
+)
 from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import OUTPUTS
 from bpvideo.sources.headers import decode_image, read_image, read_text
@@ -39,6 +48,7 @@ BLOCK = 64
 
 #: The files ``bpvideo events`` writes again, by role (:mod:`bpvideo.sinks.table`).
 EVENT_FILES = {o.role: o.name for o in OUTPUTS if o.sink in ("EventsSink", "ReportSink")}
+CLIP_NAME = next(o.name for o in OUTPUTS if o.role == "clips")
 
 
 def find_events(
@@ -208,9 +218,127 @@ def _read_all(outdir: Path, numbers: list[int], times: np.ndarray, stream: Event
             stream.add(numbers[lo : lo + BLOCK], masks, frames, times[lo : lo + BLOCK])
 
 
+def _staging(outdir: Path) -> Path:
+    """A staging folder for the new set, in OUTDIR (one a killed run left is removed by
+    the next run, as a result's: :func:`~bpvideo.sinks.outputs.remove_stale_staging`)."""
+    remove_stale_staging(outdir)
+    return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-events-", dir=outdir))
+
+
+def _derived(
+    outdir: Path, staging: Path, summary: dict[str, Any], settings: SeparateSettings,
+    found: list[Event], outputs: dict[str, str],
+) -> list[str]:  # fmt: skip
+    """Stage what else the events make (the clips, cut again from the input); the entries
+    of OUTDIR that no longer fit the events and cannot be made again here, dropped from
+    ``outputs``: the clips of an input that is gone, the objects of another region."""
+    dropped = []
+    if "clips" in outputs or (outdir / "clips").exists():
+        if _recut(summary, settings, found, staging / "clips"):
+            outputs["clips"] = CLIP_NAME
+        else:
+            outputs.pop("clips", None)
+            dropped.append("clips")
+            logger.warning("%s: the clips of the earlier events were removed (the input %s "
+                           "cannot be read again): run bpvideo separate --clips for clips",
+                           outdir, summary.get("input"))  # fmt: skip
+    run = summary.get("settings", {})
+    now = json.loads(json.dumps(settings.to_dict(), default=str))  # as summary.json has it
+    region = any(run.get(k, now[k]) != now[k] for k in ("roi", "exclude"))
+    objects = [n for n in ("objects.csv", "tracks.csv") if (outdir / n).exists()]
+    if region and objects:
+        dropped += objects
+        for role in ("objects", "tracks"):
+            outputs.pop(role, None)
+        logger.warning(
+            "%s: objects.csv and tracks.csv were of the run's region and were "
+            "removed: run bpvideo separate with the new region for them",
+            outdir,
+        )
+    return dropped
+
+
+def _recut(summary: dict[str, Any], settings: SeparateSettings, found: list[Event],
+           folder: Path) -> bool:  # fmt: skip
+    """Cut the clips of ``found`` into ``folder`` from the run's input, as the run did;
+    whether the input could be read again."""
+    from types import SimpleNamespace
+
+    from bpvideo.sinks.events import ClipsSink
+    from bpvideo.sources.files import open_source
+
+    path = summary.get("input")
+    if not isinstance(path, str) or path == "-" or not os.path.exists(path):
+        return False
+    try:
+        source = open_source(path, **settings.selection(), scale=settings.scale,
+                             fps=settings.fps, allow_partial=True)  # fmt: skip
+    except BpvideoError:
+        return False
+    try:
+        if source.frame_count is None:
+            return False
+        events = SimpleNamespace(source=source, events=found, fps=source.fps * settings.step)
+        stage = SimpleNamespace(stage=lambda name: folder.parent / name)
+        sink = ClipsSink(stage, events, settings)  # type: ignore[arg-type]
+        sink.open()
+        sink.close()
+    finally:
+        source.close()
+    return True
+
+
+def _swap(outdir: Path, staging: Path, dropped: list[str]) -> None:
+    """Put the staged set in place of the old one, ``summary.json`` last; the old entries
+    and those dropped move into the staging folder (removed with it). Signals wait."""
+    names = sorted(os.listdir(staging), key=lambda n: n == SUMMARY)
+    old = staging / ".old"
+    with signals_deferred():
+        old.mkdir()
+        for name in [*names, *dropped]:
+            if name != SUMMARY and os.path.lexists(outdir / name):
+                os.replace(outdir / name, old / name)
+        for name in names:
+            os.replace(staging / name, outdir / name)
+
+
+def _page(
+    outdir: Path, staging: Path, summary: dict[str, Any], settings: SeparateSettings,
+    stream: EventStream, found: list[Event], dropped: list[str],
+) -> str:  # fmt: skip
+    """The new ``report.html``: it links the new clips (staged) and the overlay (the
+    masks': it stays), and shows the objects unless they were removed."""
+    links = Links(Links.of(staging, found).clips, Links.of(outdir, []).overlay)
+    still = outdir / "background.png"
+    shape = (int(summary["height"]), int(summary["width"]))
+    shown = read_image(still, cv2.IMREAD_COLOR)
+    return report_html(
+        title=str(summary.get("input", outdir)),
+        series=stream.series.arrays(),
+        events=found,
+        thumbs=stream.thumbs.of(found),
+        background_png=still.read_bytes()
+        if shown is not None and shown.shape[:2] == shape
+        else None,
+        settings=settings.to_dict(),
+        facts=report_facts(
+            str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
+        ),
+        objects=None if "objects.csv" in dropped else read_objects(outdir / "objects.csv"),
+        object_count=None if "objects.csv" in dropped else summary.get("objects"),
+        counts=summary.get("counts"),
+        links=links,
+        start=wall_clock(summary.get("start_time")),
+    )
+
+
 def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
-    """Find the events of an output directory again from its masks; rewrite
-    ``events.csv``, ``frames.csv``, ``report.html`` and summary.json's ``events``.
+    """Find the events of an output directory again from its masks; replace what the
+    events make as one set: ``events.csv``, ``frames.csv``, ``report.html``, the clips
+    (cut again from the input; removed when it cannot be read) and summary.json's
+    ``events`` (the objects when the region changed are removed: they were of the run's).
+    The set is staged, then swapped in place of the old one: a failure or a stop midway
+    leaves the old set whole.
 
     Parameters
     ----------
@@ -233,7 +361,11 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
         raise InputError(f"unknown event option(s): {', '.join(unknown)}")
     run = {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
     settings = SeparateSettings.from_mapping({**run, **given})
-    names = (*EVENT_FILES.values(), SUMMARY)
+    names = (*EVENT_FILES.values(), "clips", SUMMARY)
+    if summary.get("incomplete"):
+        logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
+                       "%s", outdir, summary["incomplete"].get("frames"),
+                       summary["incomplete"].get("resume"))  # fmt: skip
     check_access([Access(outdir / "masks", "the masks"), *region_reads(settings)],
                  [Access(outdir / n, "the output", "OUTDIR") for n in names])  # fmt: skip
     numbers = [int(n) for n in summary["mask_numbers"]]
@@ -245,40 +377,25 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     if still is None or still.shape[:2] != shape:
         still = None
     backdrop = np.zeros((*shape, 3), np.uint8) if still is None else still
-    staged = outdir / f".bpvideo-frames-{os.getpid()}.csv"
-    stream = EventStream(staged, fps, region, settings)
+    staging = _staging(outdir)
+    stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
     try:
         _read_all(outdir, numbers, times, stream, backdrop)
         found = [e.timed(_clock(summary)) for e in stream.finish()]
-        page = report_html(
-            title=str(summary.get("input", outdir)),
-            series=stream.series.arrays(),
-            events=found,
-            thumbs=stream.thumbs.of(found),
-            background_png=(outdir / "background.png").read_bytes() if still is not None else None,
-            settings=settings.to_dict(),
-            facts=report_facts(
-                str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
-            ),
-            objects=read_objects(outdir / "objects.csv"),
-            object_count=summary.get("objects"),
-            counts=summary.get("counts"),
-            links=Links.of(outdir, found, clips=False),  # the clips are the old events'
-            start=wall_clock(summary.get("start_time")),
-        )
+        outputs = dict(summary.get("outputs") or {})
+        outputs.update(EVENT_FILES)
+        dropped = _derived(outdir, staging, summary, settings, found, outputs)
+        page = _page(outdir, staging, summary, settings, stream, found, dropped)
+        atomic_write_bytes(staging / EVENT_FILES["events"], events_csv(found))
+        atomic_write_bytes(staging / EVENT_FILES["report"], page.encode())
         changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
         summary["settings"] = {**summary.get("settings", {}), **changed}
         summary["events"] = [e.row() for e in found]
-        outputs = summary.get("outputs") or {}
-        outputs.update(EVENT_FILES)
         summary["outputs"] = outputs
-        with signals_deferred():  # the four files are replaced together (Ctrl-C waits)
-            atomic_write_bytes(outdir / EVENT_FILES["events"], events_csv(found))
-            os.replace(staged, outdir / EVENT_FILES["frames"])
-            atomic_write_bytes(outdir / EVENT_FILES["report"], page.encode())
-            write_json(outdir / SUMMARY, summary)  # last: the directory stays a complete result
+        write_json(staging / SUMMARY, summary)
+        _swap(outdir, staging, dropped)
     finally:
         stream.abort()
-        staged.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
     logger.info("%s: %d event(s) in %d frame(s)", outdir, len(found), stream.frames)
     return summary

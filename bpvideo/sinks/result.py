@@ -80,10 +80,13 @@ class ResultFolder:
         self.clock = clock
         self.solved = solved
         self.evaluate = evaluate
-        self.outdir = OutputDir(self.path, overwrite=settings.overwrite)
+        # --resume replaces the incomplete result of the stopped run (checked by the job)
+        self.outdir = OutputDir(self.path, overwrite=settings.overwrite or settings.resume)
         self.report: Report | None = None  #: what summary.json holds, once closed
         self.sinks: list[Any] = []
         self.builder: ReportBuilder | None = None
+        #: summary.json's ``incomplete`` (the frames a stopped run kept), or None
+        self.incomplete: dict[str, Any] | None = None
 
     def check(self) -> None:
         """Refuse an unusable OUTDIR before any work (see :meth:`OutputDir.check`)."""
@@ -132,6 +135,7 @@ class ResultFolder:
                 evaluation=None if self.evaluate is None else self.evaluate(self.outdir),
             )
             report.seconds = self.clock.total()
+            report.incomplete = self.incomplete
             for sink in self.sinks:
                 if isinstance(sink, EventsSink):
                     report.events = sink.rows()
@@ -139,7 +143,7 @@ class ResultFolder:
                     facts = sink.summary()
                     report.objects, report.counts = facts["objects"], facts.get("counts")
             write_json(self.outdir.stage(SUMMARY), report.to_dict())
-            self.outdir.commit()
+            self.outdir.commit(complete=self.incomplete is None)
         except BaseException as exc:
             self._abort(exc)
             raise

@@ -64,6 +64,10 @@ def test_a_picture_is_large_enough_to_read_its_time(width: int):
 
 
 def test_the_page_of_bpvideo_events_links_no_old_clip(result: Path, tmp_path: Path):  # noqa: F811
+    """bpvideo events cuts the clips of its new events (issue 41): the page links each
+    of them, and only them; the overlay still."""
+    import json
+
     from bpvideo.sinks.rederive import rederive
 
     copy = tmp_path / "run"
@@ -71,4 +75,8 @@ def test_the_page_of_bpvideo_events_links_no_old_clip(result: Path, tmp_path: Pa
     assert 'class="clip"' in (copy / "report.html").read_text()
     rederive(copy, event_threshold=0.0, min_event=1)
     page = (copy / "report.html").read_text()
-    assert 'class="clip"' not in page and 'class="overlay" href="overlay.mp4#t=' in page
+    events = json.loads((copy / "summary.json").read_text())["events"]
+    linked = re.findall(r'class="clip" href="(clips/event_\d{4}\.mp4)"', page)
+    assert linked == [f"clips/event_{e['event']:04d}.mp4" for e in events]
+    assert sorted(linked) == sorted(f"clips/{p.name}" for p in (copy / "clips").iterdir())
+    assert 'class="overlay" href="overlay.mp4#t=' in page
