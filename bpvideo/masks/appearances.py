@@ -31,6 +31,11 @@ from dataclasses import dataclass, replace
 import cv2
 import numpy as np
 
+from bpvideo.masks.budget import (
+    SAMPLE_BYTES,
+    sample_grid,
+    sample_times,
+)
 from bpvideo.masks.morphology import disk
 
 __all__ = [
@@ -67,16 +72,6 @@ MARGIN = 2
 #: grown: as the masks' own clean-up (``open_radius``), isolated pixels beyond their
 #: limit are the moving background's, not objects.
 SPECKLE = 1
-#: Bytes the samples of one window may take (fewer samples of large frames; where fewer
-#: than :data:`MIN_SAMPLES` fit, from 1080p, the samples are kept on a grid of every
-#: ``stride``-th pixel, :func:`sample_grid`: with 11 samples of every pixel a 3000-frame
-#: 1080p run peaked at 1192 MiB against the 1 GB bound, docs/performance.md).
-SAMPLE_BYTES = 40 << 20
-#: One sample per this many frames of the window (a second of 25 fps video), at least
-#: :data:`FEWEST` and at most the ``appearances`` option: a long window's background
-#: shows more appearances (chosen by leave-one-sequence-out, docs/quality.md).
-SAMPLE_EVERY = 25
-FEWEST = 12
 #: A sampled pixel further than this many global thresholds from ``L`` but within its
 #: own limit is *doubtful*: it is background only when it is no part of a solid blob
 #: (an opening of radius :data:`DOUBT_OPEN`) or when the window's other samples show it
@@ -93,8 +88,6 @@ WITH_FOREGROUND = True
 #: Its sampled pixels beyond the limit are then doubtful, not foreground
 #: (:func:`draw_appearances`; chosen by leave-one-sequence-out, docs/quality.md).
 BLINK: float | None = 0.6
-#: Fewest samples worth keeping (below, the one-image background is used).
-MIN_SAMPLES = 6
 #: Pixels of a block of frames left to match one by one (within their neighbourhood's
 #: envelope) from which the compiled kernel is used, when numba is installed, and kept
 #: for the rest of the process: numba's import and cached kernel cost ~0.5 s once, numpy
@@ -329,57 +322,6 @@ def _compiled():
         else:
             _KERNEL.append(None)
     return _KERNEL[0]
-
-
-def sample_grid(
-    n: int, height: int, width: int, channels: int, samples: int
-) -> tuple[np.ndarray, int]:
-    """The window's sampled frames (:func:`sample_times`) and the stride of the grid of
-    pixels whose samples are kept.
-
-    The stride is 1 (every pixel) where :data:`MIN_SAMPLES` samples of every pixel fit
-    in :data:`SAMPLE_BYTES`; else the least stride at which the samples wanted (one per
-    :data:`SAMPLE_EVERY` frames, at least :data:`FEWEST`, at most ``samples``) fit: 2 at
-    1080p (a grid of 960x540), 4 at 4K (the same grid).
-
-    Returns
-    -------
-    times : (K,) intp ndarray
-        Empty when the window has too few frames (or ``samples`` is below
-        :data:`MIN_SAMPLES`).
-    stride : int
-    """
-    times = sample_times(n, height * width, channels, samples)
-    wanted = min(samples, max(FEWEST, n // SAMPLE_EVERY), n)
-    if len(times) or wanted < MIN_SAMPLES:
-        return times, 1
-    stride = 2
-    while _grid_pixels(height, width, stride) * (channels + 1) * wanted > SAMPLE_BYTES and (
-        stride < max(height, width)
-    ):
-        stride += 1
-    return sample_times(n, _grid_pixels(height, width, stride), channels, samples), stride
-
-
-def _grid_pixels(height: int, width: int, stride: int) -> int:
-    return -(-height // stride) * -(-width // stride)
-
-
-def sample_times(n: int, frame_pixels: int, channels: int, samples: int) -> np.ndarray:
-    """The window's frames whose appearances are kept: evenly spaced over all ``n``
-    frames, at most ``samples`` and at most what :data:`SAMPLE_BYTES` holds.
-
-    Returns
-    -------
-    (K,) intp ndarray
-        Empty when fewer than :data:`MIN_SAMPLES` fit.
-    """
-    fit = SAMPLE_BYTES // max(1, frame_pixels * (channels + 1))
-    samples = min(samples, max(FEWEST, n // SAMPLE_EVERY))
-    k = min(samples, n, int(fit))
-    if k < MIN_SAMPLES:
-        return np.zeros(0, dtype=np.intp)
-    return np.unique(np.linspace(0, n - 1, k).round().astype(np.intp))
 
 
 def draw_appearances(
