@@ -287,3 +287,31 @@ def test_a_grid_of_samples_masks_a_nearest_upscaled_video_as_every_pixel_the_ori
     # an odd-sized frame: the last row and column fall in the grid's last cells
     odd = grid.unexplained(big[:, :-1, :-1], candidates.repeat(2, 1).repeat(2, 2)[:, :-1, :-1])
     assert np.array_equal(odd, want.repeat(2, axis=1).repeat(2, axis=2)[:, :-1, :-1])
+
+
+def test_a_window_too_large_for_the_samples_of_every_pixel_keeps_a_grid_of_them(monkeypatch):
+    """Through :func:`~bpvideo.masks.sample.sample_model`: with room for fewer than
+    MIN_SAMPLES samples of every pixel, the samples are those of every 2nd pixel of the
+    window's sampled frames, in colour, and the masks of the frames still come."""
+    from bpvideo.masks import budget
+    from bpvideo.masks.sample import sample_model
+
+    rng = np.random.default_rng(2)
+    n, H, W = 40, 24, 32
+    scene = rng.integers(60, 200, (1, H // 2, W // 2, 3), dtype=np.uint8)  # 2 x 2 texture
+    frames = np.repeat(scene.repeat(2, axis=1).repeat(2, axis=2), n, axis=0)
+    frames = np.clip(frames + rng.integers(-3, 4, frames.shape), 0, 255).astype(np.uint8)
+    grey = frames.mean(axis=3).astype(np.float32)
+    L = np.broadcast_to(np.median(grey, axis=0), grey.shape).astype(np.float32)
+    monkeypatch.setattr(budget, "SAMPLE_BYTES", H * W * 4 * 5)  # 5 of every pixel: too few
+    model = sample_model(grey, L, (H, W), frames=frames, appearances=12)
+    modes = model.appearances
+    assert modes is not None and modes.stride == 2 and modes.shape == (H // 2, W // 2)
+    K = len(modes.times)
+    samples = modes.samples.reshape(3, H // 2 + 2, W // 2 + 2, K)[:, 1:-1, 1:-1]
+    assert np.array_equal(samples, frames[modes.times][:, ::2, ::2].transpose(3, 1, 2, 0))
+    # a new colour is foreground, the scene's own colours are not
+    test = frames[:2].copy()
+    test[0, 5:15, 5:15] = 255
+    out = modes.unexplained(test, np.ones((2, H, W), bool), first=0)
+    assert out[0, 6:14, 6:14].all() and not out[1].any()
