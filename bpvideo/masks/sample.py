@@ -253,7 +253,7 @@ def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> App
     its sampled frames' residuals (:func:`~bpvideo.masks.appearances.draw_appearances`),
     in colour when the BGR frames are at hand, else in the data's own channels; of every
     pixel, or of a grid of them where the frames are large
-    (:func:`~bpvideo.masks.appearances.sample_grid`)."""
+    (:func:`~bpvideo.masks.budget.sample_grid`)."""
     n = video.shape[1]
     shape = video.frame_shape
     H, W = shape[:2]
