@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -435,10 +436,8 @@ class Still:
     them, not the process)."""
 
     def __init__(self, limit: int = STILL_FRAMES, memory: int = STILL_MEMORY) -> None:
-        self.limit = limit
-        self.memory = memory
-        self.stride = 1
-        self.count = 0
+        self.limit, self.memory = limit, memory
+        self.stride, self.count = 1, 0
         self.kept: list[np.ndarray] | list[int] = []  # frames, or their slots in the file
         self.shape: tuple[int, ...] | None = None
         self._file: Any = None
@@ -461,8 +460,6 @@ class Still:
         if self.shape is None:
             self.shape = frame.shape
             if frame.nbytes * (self.limit + 1) > self.memory:
-                import tempfile
-
                 self._file = tempfile.TemporaryFile(prefix="bpvideo-still-")
         if self._file is None:
             self.kept.append(frame.copy())  # type: ignore[arg-type]
@@ -480,9 +477,7 @@ class Still:
         assert self.shape is not None
         row = int(np.prod(self.shape[1:]))
         size, at = (hi - lo) * row, (kept * self.shape[0] + lo) * row
-        data = os.pread(self._file.fileno(), size, at)
-        if len(data) != size:
-            raise OSError(f"background still: {len(data)} of {size} bytes read back")
+        data = os.pread(self._file.fileno(), size, at)  # written whole: never short
         return np.frombuffer(data, dtype=np.uint8).reshape(hi - lo, *self.shape[1:])
 
     def median(self) -> np.ndarray:
