@@ -80,7 +80,9 @@ class OnlineBackground:
         self.resolve = resolve
         self.fps = fps
         first = learned.appearances
-        keep = first is not None and tuning.SAMPLE_BANK
+        # a bank holds every pixel's samples: where the window's are on a grid (from
+        # 1080p, :func:`~bpvideo.masks.budget.sample_grid`) the stream keeps one image
+        keep = first is not None and first.stride == 1 and tuning.SAMPLE_BANK
         settle = round(tuning.SETTLE_SECONDS * fps)
         self.bank = SampleBank.start(first, settle=settle) if keep else None
         if self.bank is not None:

@@ -17,15 +17,25 @@ pixel's own spread) from ``L`` **and** fewer than :data:`MIN_MATCHES` samples of
 as SuBSENSE's spatial propagation: a leaf that sways by a pixel is still matched).
 Samples from frames near the tested one are not used, so that something that lingers
 cannot explain itself.
+
+Frames too large for the samples' memory (:data:`SAMPLE_BYTES`; from 1080p) keep them on
+a grid of every ``stride``-th pixel (:func:`sample_grid`): a pixel is matched against the
+samples of the 3 x 3 grid points around its cell's, so the neighbourhood covers
+``3 stride`` pixels, about the same part of the view as at smaller sizes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
 
+from bpvideo.masks.budget import (
+    SAMPLE_BYTES,
+    sample_grid,
+    sample_times,
+)
 from bpvideo.masks.morphology import disk
 
 __all__ = [
@@ -41,8 +51,10 @@ __all__ = [
     "build_appearances",
     "draw_appearances",
     "envelopes",
+    "grid_index",
     "near_envelopes",
     "padded_index",
+    "sample_grid",
     "sample_times",
     "use_compiled",
     "warm_up",
@@ -60,15 +72,6 @@ MARGIN = 2
 #: grown: as the masks' own clean-up (``open_radius``), isolated pixels beyond their
 #: limit are the moving background's, not objects.
 SPECKLE = 1
-#: Bytes the samples of one window may take (fewer samples of large frames; at 1080p
-#: fewer than :data:`MIN_SAMPLES` fit, and the one-image model is used: with 11 samples
-#: a 3000-frame 1080p run peaked at 1192 MiB against the 1 GB bound, docs/performance.md).
-SAMPLE_BYTES = 40 << 20
-#: One sample per this many frames of the window (a second of 25 fps video), at least
-#: :data:`FEWEST` and at most the ``appearances`` option: a long window's background
-#: shows more appearances (chosen by leave-one-sequence-out, docs/quality.md).
-SAMPLE_EVERY = 25
-FEWEST = 12
 #: A sampled pixel further than this many global thresholds from ``L`` but within its
 #: own limit is *doubtful*: it is background only when it is no part of a solid blob
 #: (an opening of radius :data:`DOUBT_OPEN`) or when the window's other samples show it
@@ -85,8 +88,6 @@ WITH_FOREGROUND = True
 #: Its sampled pixels beyond the limit are then doubtful, not foreground
 #: (:func:`draw_appearances`; chosen by leave-one-sequence-out, docs/quality.md).
 BLINK: float | None = 0.6
-#: Fewest samples worth keeping (below, the one-image background is used).
-MIN_SAMPLES = 6
 #: Pixels of a block of frames left to match one by one (within their neighbourhood's
 #: envelope) from which the compiled kernel is used, when numba is installed, and kept
 #: for the rest of the process: numba's import and cached kernel cost ~0.5 s once, numpy
@@ -117,7 +118,8 @@ class Appearances:
     times : (K,) intp ndarray
         The window's frame index of each sample.
     shape : (H, W)
-        Frame size.
+        Size of the grid of samples: the frame size when :attr:`stride` is 1, else
+        ``(ceil(frame height / stride), ceil(frame width / stride))``.
     radius : float
         Match radius in grey levels, in every channel.
     exclude : int
@@ -131,6 +133,10 @@ class Appearances:
         whose samples all lie further than :attr:`radius` is not looked at.
     need : int or None
         Matches that explain a pixel (None: :data:`MIN_MATCHES`).
+    stride : int
+        The samples are those of every ``stride``-th pixel of the frames in both
+        directions (:func:`sample_grid`); a pixel of a frame is matched against the
+        samples of its cell's grid point's neighbourhood (:func:`grid_index`).
     """
 
     samples: np.ndarray
@@ -144,6 +150,7 @@ class Appearances:
     own_low: np.ndarray
     own_high: np.ndarray
     need: int | None = None
+    stride: int = 1
 
     def unexplained(
         self,
@@ -158,7 +165,8 @@ class Appearances:
         Parameters
         ----------
         frames : (n, H, W, C) or (n, H, W) uint8 ndarray
-            Frames of the window from its frame ``first`` on (as :attr:`samples`).
+            Frames of the window from its frame ``first`` on (as :attr:`samples`; of the
+            grid's size :attr:`shape` times :attr:`stride`).
         candidates : (n, H, W) bool ndarray
             Pixels to test (far from ``L``); the answer is False elsewhere.
         first : int
@@ -173,22 +181,25 @@ class Appearances:
         (n, H, W) bool ndarray
         """
         need = need or self.need or MIN_MATCHES
-        H, W = self.shape
+        H, W = candidates.shape[1:]
+        grid_w = self.shape[1]
         frames = frames.reshape(len(frames), H * W, -1)
-        shifts = np.array([dy * (W + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)
+        shifts = np.array([dy * (grid_w + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)
         out = np.zeros(candidates.shape, dtype=bool)
         flat = out.reshape(-1)
         index = np.flatnonzero(candidates)
         if not len(index):
             return out
         value = frames.reshape(-1, frames.shape[2])[index]
-        inside = _within(value, self.low, self.high, index % (H * W), self.radius)
+        cell = index % (H * W)
+        if self.stride > 1:
+            cell = grid_index(cell, W, self.shape, self.stride)
+        inside = _within(value, self.low, self.high, cell, self.radius)
         flat[index[~inside]] = True
-        index, value = index[inside], value[inside]
+        index, value, cell = index[inside], value[inside], cell[inside]
         when = index // (H * W)
         when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
-        pixel = index % (H * W)
-        at = padded_index(pixel, W)
+        at = padded_index(cell, grid_w)
         many = len(index) >= COMPILED_FROM or H * W >= COMPILED_FRAME
         kernel = _compiled() if many or _KERNEL else None
         if kernel is not None:
@@ -248,6 +259,15 @@ class Appearances:
         return left
 
 
+def grid_index(pixel: np.ndarray, width: int, shape: tuple[int, int], stride: int) -> np.ndarray:
+    """Flat indices in a grid of ``shape`` (every ``stride``-th pixel, from the first) of
+    the grid point of the cell (``stride`` x ``stride`` pixels from it) holding each of the
+    flat indices ``pixel`` of frames ``width`` wide: on frames upscaled ``stride`` times by
+    nearest neighbour, a pixel meets the samples its original pixel met."""
+    y, x = np.divmod(pixel, width)
+    return (y // stride) * shape[1] + x // stride
+
+
 def padded_index(pixel: np.ndarray, width: int) -> np.ndarray:
     """Indices in the padded frame (a border of one pixel, as :attr:`Appearances.samples`)
     of the flat indices ``pixel`` of frames ``width`` pixels wide."""
@@ -304,23 +324,6 @@ def _compiled():
     return _KERNEL[0]
 
 
-def sample_times(n: int, frame_pixels: int, channels: int, samples: int) -> np.ndarray:
-    """The window's frames whose appearances are kept: evenly spaced over all ``n``
-    frames, at most ``samples`` and at most what :data:`SAMPLE_BYTES` holds.
-
-    Returns
-    -------
-    (K,) intp ndarray
-        Empty when fewer than :data:`MIN_SAMPLES` fit.
-    """
-    fit = SAMPLE_BYTES // max(1, frame_pixels * (channels + 1))
-    samples = min(samples, max(FEWEST, n // SAMPLE_EVERY))
-    k = min(samples, n, int(fit))
-    if k < MIN_SAMPLES:
-        return np.zeros(0, dtype=np.intp)
-    return np.unique(np.linspace(0, n - 1, k).round().astype(np.intp))
-
-
 def draw_appearances(
     frames: np.ndarray,
     beyond: np.ndarray,
@@ -328,6 +331,7 @@ def draw_appearances(
     times: np.ndarray,
     n_frames: int,
     radius: float,
+    stride: int = 1,
 ) -> Appearances:
     """The :class:`Appearances` of a window: its sampled frames, less what is foreground
     in them.
@@ -354,6 +358,9 @@ def draw_appearances(
         Frames of the window.
     radius : float
         Match radius (the window's global threshold).
+    stride : int
+        The sampled frames are the grid of every ``stride``-th pixel of the window's
+        (:attr:`Appearances.stride`).
 
     Returns
     -------
@@ -364,7 +371,7 @@ def draw_appearances(
     if blinking.any():
         doubtful = doubtful | (beyond & blinking)
         beyond = beyond & ~blinking
-    first = build_appearances(frames, beyond, times, n_frames, radius)
+    first = build_appearances(frames, beyond, times, n_frames, radius, stride=stride)
     opening = disk(DOUBT_OPEN)
     solid = np.empty_like(doubtful)
     for k in range(len(doubtful)):
@@ -372,9 +379,10 @@ def draw_appearances(
         solid[k] = opened.view(bool) & doubtful[k]
     if not solid.any():
         return first
-    foreground = beyond | first.unexplained(frames, solid, times=times)
+    # the sampled frames are the grid itself: matched point for point
+    foreground = beyond | replace(first, stride=1).unexplained(frames, solid, times=times)
     del first  # not held while the second is built
-    return build_appearances(frames, foreground, times, n_frames, radius)
+    return build_appearances(frames, foreground, times, n_frames, radius, stride=stride)
 
 
 def blinks(beyond: np.ndarray) -> np.ndarray:
@@ -401,6 +409,7 @@ def build_appearances(
     times: np.ndarray,
     n_frames: int,
     radius: float,
+    stride: int = 1,
 ) -> Appearances:
     """The :class:`Appearances` of a window from its sampled frames.
 
@@ -416,6 +425,8 @@ def build_appearances(
         Frames of the window (for :data:`EXCLUDE`).
     radius : float
         Match radius (the window's global threshold).
+    stride : int
+        :attr:`Appearances.stride` (the frames are a grid of the window's).
 
     Returns
     -------
@@ -447,6 +458,7 @@ def build_appearances(
         high,
         own_low,
         own_high,
+        stride=stride,
     )
 
 

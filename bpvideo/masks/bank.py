@@ -32,7 +32,7 @@ from bpvideo.masks.morphology import disk
 __all__ = ["BANK_MATCHES", "BANK_SAMPLES", "REFRESH_EVERY", "SampleBank"]
 
 #: Samples per pixel at most (the learning window's, which its memory budget bounds:
-#: :data:`~bpvideo.masks.appearances.SAMPLE_BYTES`).
+#: :data:`~bpvideo.masks.budget.SAMPLE_BYTES`).
 BANK_SAMPLES = 12
 
 #: Samples of the neighbourhood that must agree with a pixel for it to be background.

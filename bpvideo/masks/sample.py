@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_times
+from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_grid
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.thresholds import (
     MaskModel,
@@ -251,38 +251,87 @@ class _Agreement:
 def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> Appearances | None:
     """The background appearances of the whole window (both sides of every frame), from
     its sampled frames' residuals (:func:`~bpvideo.masks.appearances.draw_appearances`),
-    in colour when the BGR frames are at hand, else in the data's own channels."""
+    in colour when the BGR frames are at hand, else in the data's own channels; of every
+    pixel, or of a grid of them where the frames are large
+    (:func:`~bpvideo.masks.budget.sample_grid`)."""
     n = video.shape[1]
     shape = video.frame_shape
     H, W = shape[:2]
     channels = shape[2] if len(shape) == 3 else 1
     colour = getattr(video, "colour", True)  # a Video always has its BGR frames
     depth = 3 if colour else channels
-    times = sample_times(n, H * W, depth, samples)
+    times, stride = sample_grid(n, H, W, depth, samples)
     if not len(times):
         return None
-    limit = np.broadcast_to(np.asarray(model.limit_map, np.float32), (H, W)).ravel()
-    looks = np.empty((H * W, len(times), depth), dtype=np.uint8)
-    beyond = np.empty((H * W, len(times)), dtype=bool)  # beyond the pixel's limit
-    far = np.empty((H * W, len(times)), dtype=bool)  # beyond DOUBT_K global thresholds
-    for lo in range(0, H * W, BLOCK_PIXELS):
-        hi = min(H * W, lo + BLOCK_PIXELS)
-        A = video.rows(lo * channels, hi * channels, times).astype(np.float32)
-        residual = np.abs(A - L.block(lo * channels, hi * channels, times))
+    grid = (-(-H // stride), -(-W // stride))
+    limit = np.broadcast_to(np.asarray(model.limit_map, np.float32), (H, W))
+    limit = limit[::stride, ::stride].ravel()
+    pixels = grid[0] * grid[1]
+    looks = np.empty((pixels, len(times), depth), dtype=np.uint8)
+    beyond = np.empty((pixels, len(times)), dtype=bool)  # beyond the pixel's limit
+    far = np.empty((pixels, len(times)), dtype=bool)  # beyond DOUBT_K global thresholds
+    for lo, hi, A, Lb, colours in _sampled_blocks(video, L, times, stride, colour):
+        residual = np.abs(A - Lb)
+        del Lb
         if channels > 1:
             residual = residual.reshape(hi - lo, channels, -1).max(axis=1)
         np.greater(residual, limit[lo:hi, None], out=beyond[lo:hi])
         np.greater(residual, DOUBT_K * model.threshold, out=far[lo:hi])
-        if colour:
-            looks[lo:hi] = video.pixels(lo, hi, times)
+        if colours is not None:
+            looks[lo:hi] = colours
         else:
             own = np.clip(np.rint(A), 0, 255).reshape(hi - lo, channels, -1)
             looks[lo:hi] = own.transpose(0, 2, 1)
     far &= ~beyond
-    frames = looks.transpose(1, 0, 2).reshape(len(times), H, W, -1)
-    beyond = np.ascontiguousarray(beyond.T).reshape(len(times), H, W)
-    doubtful = np.ascontiguousarray(far.T).reshape(len(times), H, W)
-    return draw_appearances(frames, beyond, doubtful, times, n, model.threshold)
+    frames = looks.transpose(1, 0, 2).reshape(len(times), *grid, -1)
+    del looks  # the frames' copy replaces it (reshaped: one sample's planes together)
+    beyond = np.ascontiguousarray(beyond.T).reshape(len(times), *grid)
+    doubtful = np.ascontiguousarray(far.T).reshape(len(times), *grid)
+    del far
+    return draw_appearances(frames, beyond, doubtful, times, n, model.threshold, stride)
+
+
+def _sampled_blocks(
+    video: Data, L: Columns, times: np.ndarray, stride: int, colour: bool
+) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """The sampled frames ``times`` of every ``stride``-th pixel, a block at a time.
+
+    Yields
+    ------
+    lo, hi : int
+        The block's pixels in the grid (every pixel when ``stride`` is 1).
+    A, L : (rows, K) float32 ndarray
+        Their rows of the data and of the background (``rows = (hi - lo) x channels``).
+    colours : (hi - lo, K, 3) uint8 ndarray or None
+        Their BGR colour (when ``colour``).
+    """
+    shape = video.frame_shape
+    H, W = shape[:2]
+    channels = shape[2] if len(shape) == 3 else 1
+    if stride == 1:
+        for lo in range(0, H * W, BLOCK_PIXELS):
+            hi = min(H * W, lo + BLOCK_PIXELS)
+            A = video.rows(lo * channels, hi * channels, times).astype(np.float32)
+            Lb = L.block(lo * channels, hi * channels, times)
+            yield lo, hi, A, Lb, video.pixels(lo, hi, times) if colour else None
+        return
+    # whole rows of the frames, read then thinned to the grid's (rows a multiple of stride)
+    step = max(1, BLOCK_PIXELS // (W * stride)) * stride
+    width = -(-W // stride)
+    K = len(times)
+    for y0 in range(0, H, step):
+        y1 = min(H, y0 + step)
+        lo, hi = y0 * W, y1 * W
+        A = video.rows(lo * channels, hi * channels, times).astype(np.float32)
+        A = A.reshape(y1 - y0, W, channels * K)[::stride, ::stride].reshape(-1, K)
+        Lb = L.block(lo * channels, hi * channels, times)
+        Lb = Lb.reshape(y1 - y0, W, channels * K)[::stride, ::stride].reshape(-1, K)
+        colours = None
+        if colour:
+            colours = video.pixels(lo, hi, times).reshape(y1 - y0, W, K, 3)
+            colours = colours[::stride, ::stride].reshape(-1, K, 3)
+        first = (y0 // stride) * width
+        yield first, first + len(A) // channels, A, Lb, colours
 
 
 def _sensor_noise(video: Data, agree: _Agreement, cols: np.ndarray) -> float:

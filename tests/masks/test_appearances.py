@@ -250,3 +250,68 @@ def test_warm_up_loads_the_kernel_for_colour_and_grey(monkeypatch):
     assert ap._KERNEL and ap._KERNEL[0] is not None
     monkeypatch.setattr(ap, "_KERNEL", [None])  # BPVIDEO_NUMBA=0: nothing to do
     ap.warm_up()
+
+
+def test_large_frames_keep_their_samples_on_a_grid_within_the_memory_bound():
+    # up to 720p every pixel, as before (11 samples at 720p)
+    assert ap.sample_grid(600, 240, 320, 3, 24)[1] == 1
+    times, stride = ap.sample_grid(300, 720, 1280, 3, 24)
+    assert stride == 1 and len(times) == len(sample_times(300, 1280 * 720, 3, 24))
+    # 1080p and 4K: the samples wanted, on a grid of 960x540, within SAMPLE_BYTES
+    for height, width, expected in ((1080, 1920, 2), (2160, 3840, 4)):
+        times, stride = ap.sample_grid(300, height, width, 3, 24)
+        assert stride == expected and len(times) == 12
+        grid = -(-height // stride) * -(-width // stride)
+        assert len(times) * grid * 4 <= ap.SAMPLE_BYTES
+    assert len(ap.sample_grid(4, 1080, 1920, 3, 24)[0]) == 0  # too few frames: none
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_a_grid_of_samples_masks_a_nearest_upscaled_video_as_every_pixel_the_original(path, colour):
+    """Samples of every 2nd pixel of frames upscaled twice (nearest neighbour) are the
+    original frames' samples: each upscaled pixel is explained as its original pixel."""
+    rng = np.random.default_rng(3)
+    shape = (20, 10, 14, 3) if colour else (20, 10, 14)
+    frames = rng.integers(0, 256, shape, dtype=np.uint8)
+    frames[::2] = frames[0]  # half the frames show one appearance again
+    foreground = rng.random(frames.shape[:3]) < 0.05
+    times = np.arange(0, 20, 2)
+    native = build_appearances(frames[times], foreground[times], times, 20, 12.0)
+    grid = build_appearances(frames[times], foreground[times], times, 20, 12.0, stride=2)
+    big = frames.repeat(2, axis=1).repeat(2, axis=2)
+    candidates = rng.random(frames.shape[:3]) < 0.6
+    want = native.unexplained(frames, candidates, first=0)
+    got = grid.unexplained(big, candidates.repeat(2, axis=1).repeat(2, axis=2), first=0)
+    assert want.any() and not want.all()  # both answers occur
+    assert np.array_equal(got, want.repeat(2, axis=1).repeat(2, axis=2))
+    # an odd-sized frame: the last row and column fall in the grid's last cells
+    odd = grid.unexplained(big[:, :-1, :-1], candidates.repeat(2, 1).repeat(2, 2)[:, :-1, :-1])
+    assert np.array_equal(odd, want.repeat(2, axis=1).repeat(2, axis=2)[:, :-1, :-1])
+
+
+def test_a_window_too_large_for_the_samples_of_every_pixel_keeps_a_grid_of_them(monkeypatch):
+    """Through :func:`~bpvideo.masks.sample.sample_model`: with room for fewer than
+    MIN_SAMPLES samples of every pixel, the samples are those of every 2nd pixel of the
+    window's sampled frames, in colour, and the masks of the frames still come."""
+    from bpvideo.masks import budget
+    from bpvideo.masks.sample import sample_model
+
+    rng = np.random.default_rng(2)
+    n, H, W = 40, 24, 32
+    scene = rng.integers(60, 200, (1, H // 2, W // 2, 3), dtype=np.uint8)  # 2 x 2 texture
+    frames = np.repeat(scene.repeat(2, axis=1).repeat(2, axis=2), n, axis=0)
+    frames = np.clip(frames + rng.integers(-3, 4, frames.shape), 0, 255).astype(np.uint8)
+    grey = frames.mean(axis=3).astype(np.float32)
+    L = np.broadcast_to(np.median(grey, axis=0), grey.shape).astype(np.float32)
+    monkeypatch.setattr(budget, "SAMPLE_BYTES", H * W * 4 * 5)  # 5 of every pixel: too few
+    model = sample_model(grey, L, (H, W), frames=frames, appearances=12)
+    modes = model.appearances
+    assert modes is not None and modes.stride == 2 and modes.shape == (H // 2, W // 2)
+    K = len(modes.times)
+    samples = modes.samples.reshape(3, H // 2 + 2, W // 2 + 2, K)[:, 1:-1, 1:-1]
+    assert np.array_equal(samples, frames[modes.times][:, ::2, ::2].transpose(3, 1, 2, 0))
+    # a new colour is foreground, the scene's own colours are not
+    test = frames[:2].copy()
+    test[0, 5:15, 5:15] = 255
+    out = modes.unexplained(test, np.ones((2, H, W), bool), first=0)
+    assert out[0, 6:14, 6:14].all() and not out[1].any()

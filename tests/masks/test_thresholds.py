@@ -102,3 +102,35 @@ def test_masks_are_right_whether_the_foreground_is_small_or_large() -> None:
         tp = (masks & truth).sum()
         f = 2 * tp / (masks.sum() + truth.sum())
         assert f > 0.9, (fraction, f)
+
+
+def test_the_model_of_a_large_frame_holds_float32_maps_not_float64_copies():
+    """The thresholds of a frame of many pixels, a block at a time: what stays between the
+    blocks is the float32 maps (4 bytes a value), not every block's float64 medians and
+    their concatenation (a 4K window took 0.6 GB more)."""
+    import tracemalloc
+
+    from bpvideo.masks.thresholds import SampleBlock, model_from_blocks
+
+    rng = np.random.default_rng(0)
+    H, W, k, step = 512, 512, 8, 1 << 15
+    data = rng.integers(0, 256, (H * W, k), dtype=np.uint8)
+    background = data.astype(np.float32) + rng.normal(0, 2, (H * W, k)).astype(np.float32)
+    agree = rng.random((H * W, k)) < 0.9
+    colour = rng.integers(0, 256, (H * W, k, 3), dtype=np.uint8)
+
+    def blocks():
+        for lo in range(0, H * W, step):
+            sl = slice(lo, lo + step)
+            yield SampleBlock(data[sl], background[sl], agree[sl], colour[sl])
+
+    tracemalloc.start()
+    try:
+        model = model_from_blocks(blocks(), (H, W), sensor=2.0, noise="local")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert model.shade.shape == (H, W, 3) and model.shade.dtype == np.float32
+    # the maps (shade 12 bytes a pixel, spread and limit 4 each) and one block's
+    # temporaries: 36 bytes a pixel here; the float64 copies took it to 88
+    assert peak < 50 * H * W
