@@ -23,7 +23,7 @@ MAX_FUNCTION_LINES = 80
 KERNELS = "bpvideo.solvers"
 
 #: layer -> the layers it must never import (prefixes of module names). The order, lowest
-#: first: errors, limits, records, times < solvers < masks < events < settings < sources <
+#: first: errors, limits, records, still, times < solvers < masks < events < settings < sources <
 #: sinks < background < pipeline < api, model < batch < _cli (docs/layout.md).
 ABOVE_SOURCES = ("bpvideo.sinks", "bpvideo.background", "bpvideo.pipeline")
 FACE = ("bpvideo.api", "bpvideo.model", "bpvideo.batch", "bpvideo._cli")
@@ -45,6 +45,7 @@ FORBIDDEN = {
     ),
     "bpvideo.times": ("bpvideo.",),
     "bpvideo.records": ("bpvideo.",),
+    "bpvideo.still": ("bpvideo.",),
     "bpvideo.limits": ("bpvideo.",),
     "bpvideo.cores": ("bpvideo.",),
     "bpvideo.errors": ("bpvideo.",),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bpvideo import records
-from bpvideo.records import Still
+from bpvideo import still
+from bpvideo.still import Still
 
 
 @pytest.mark.parametrize("shape", [(37, 23), (37, 23, 3)])
@@ -20,12 +20,12 @@ def test_a_still_kept_on_disk_is_the_median_of_the_same_frames(shape, monkeypatc
         on_disk.add(frames[lo : lo + 7])
     kept = frames[:: in_memory.stride][: len(in_memory.kept)]
     want = np.clip(np.rint(np.median(kept, axis=0)), 0, 255).astype(np.uint8)
-    monkeypatch.setattr(records, "MEDIAN_BYTES", 200)  # a few rows at a time
+    monkeypatch.setattr(still, "MEDIAN_BYTES", 200)  # a few rows at a time
     assert np.array_equal(in_memory.median(), want)
     assert np.array_equal(on_disk.median(), want)
     # no frame held by the process; the file's slots are reused as frames are dropped
     assert all(isinstance(k, int) for k in on_disk.kept)
-    assert on_disk._slots <= records.STILL_FRAMES + 1
+    assert on_disk._slots <= still.STILL_FRAMES + 1
 
 
 def test_large_frames_go_to_disk_small_ones_stay():

@@ -18,11 +18,11 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError, literal
-from bpvideo.records import Still
 from bpvideo.settings import SeparateSettings, is_span, parse_span
 from bpvideo.sources.arrays import open_frames
 from bpvideo.sources.files import FrameSource, open_source
 from bpvideo.sources.headers import image_size, read_image
+from bpvideo.still import Still
 
 __all__ = [
     "as_column",

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from bpvideo.records import Block, Report, Still, WindowReport, masked_frames
+from bpvideo.records import Block, Report, WindowReport, masked_frames
+from bpvideo.still import Still
 
 __all__ = ["ArraysSink", "Separation", "Window", "gather_windows"]
 

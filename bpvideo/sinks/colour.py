@@ -2,7 +2,7 @@
 default) and the input has colour (:class:`Chroma`).
 
 The grey still (the per-pixel median of the solved background,
-:class:`~bpvideo.records.Still`) gives each pixel's luminance. Its colour comes from the
+:class:`~bpvideo.still.Still`) gives each pixel's luminance. Its colour comes from the
 input where the masks say background: the mean of ``frame - grey(frame)`` (per channel,
 the frame's offset from its own BT.601 grey level, ``cv2.COLOR_BGR2GRAY``) over the
 frames where the pixel is background. The still is ``grey + offset``: since the grey

@@ -3,7 +3,7 @@
 :class:`FolderSink` takes the finished blocks (:class:`~bpvideo.records.Block`) one after
 another: the background and foreground videos go to ffmpeg encoders fed by their own
 threads, masks into the staging folder (and ``--masks-to``), background frames to the
-``background.png`` median (:class:`~bpvideo.records.Still`; in colour for a colour input
+``background.png`` median (:class:`~bpvideo.still.Still`; in colour for a colour input
 solved on grey, :mod:`bpvideo.sinks.colour`) and the ``--preview`` contact sheet.
 """
 
@@ -18,12 +18,13 @@ import numpy as np
 
 from bpvideo.errors import InputError, literal
 from bpvideo.preview import contact_sheet, preview_frames
-from bpvideo.records import Block, Still, Stopwatch
+from bpvideo.records import Block, Stopwatch
 from bpvideo.sinks.colour import Chroma
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
 from bpvideo.sinks.raw import RawMaskSink
 from bpvideo.sinks.table import output_names
 from bpvideo.sinks.writers import MaskWriter, VideoStream, encode_png
+from bpvideo.still import Still
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.settings import SeparateSettings
