@@ -292,7 +292,7 @@ class Checkpoint:
         if previous is not None:
             (self.folder / f"state-{previous:06d}.npz").unlink(missing_ok=True)
         done = sum(w["frames"] for w in self.run["windows"])
-        logger.info("checkpoint: frames 1-%d saved (window %d)", done, info.index + 1)
+        logger.debug("checkpoint: frames 1-%d saved (window %d)", done, info.index + 1)
 
     def close(self) -> None:
         """The result is complete: the checkpoint is no longer needed."""
