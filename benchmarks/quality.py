@@ -42,6 +42,7 @@ synthetic scene has new frames, hence a new key. ``--bgs-python`` is ``--pybgs-p
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import logging
@@ -215,11 +216,13 @@ class PeerCache:
     def put(self, method: str, result: dict[str, Any]) -> None:
         """Add ``method``'s scores (written under a temporary name and renamed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        entries = self._all()
-        entries[f"{method}|{self.key}"] = result
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(entries, indent=1, sort_keys=True))
-        tmp.replace(self.path)
+        with open(self.path.with_name("peers.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # runs side by side add to one file
+            entries = self._all()
+            entries[f"{method}|{self.key}"] = result
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(entries, indent=1, sort_keys=True))
+            tmp.replace(self.path)
 
 
 def _save(path: Path, overrides: dict[str, Any], scores: dict[str, Any]) -> None:

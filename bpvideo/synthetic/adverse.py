@@ -82,15 +82,16 @@ def _near_lens(rng, bg: np.ndarray, frames: int, reach: float):
     edge = level * reach * width + level * 0.08 * width * np.sin(2 * np.pi * t / 11.0)
     out = np.repeat(bg[None], frames, axis=0)
     masks = np.zeros((frames, height, width), dtype=bool)
+    opacity, colour = opacity.astype(np.float32), colour.astype(np.float32)
     xx = np.arange(width, dtype=np.float32)
     yy = np.arange(height, dtype=np.float32)
     for k in np.nonzero(level > 0)[0]:
         dy = 0.04 * height * np.sin(2 * np.pi * k / 17.0)  # the branch also bobs
         map_x = np.broadcast_to(xx + 2 * width - edge[k], (height, width)).astype(np.float32)
         map_y = np.broadcast_to((yy - dy)[:, None], (height, width)).astype(np.float32)
-        alpha = cv2.remap(opacity.astype(np.float32), map_x, map_y, cv2.INTER_LINEAR,
+        alpha = cv2.remap(opacity, map_x, map_y, cv2.INTER_LINEAR,
                           borderMode=cv2.BORDER_CONSTANT, borderValue=0.0)  # fmt: skip
-        leaf = cv2.remap(colour.astype(np.float32), map_x, map_y, cv2.INTER_LINEAR,
+        leaf = cv2.remap(colour, map_x, map_y, cv2.INTER_LINEAR,
                          borderMode=cv2.BORDER_REFLECT)  # fmt: skip
         out[k] = alpha[..., None] * leaf + (1 - alpha[..., None]) * bg
         masks[k] = alpha > 0.5
@@ -154,32 +155,31 @@ def _car(rng, bg: np.ndarray, frames: int, y: float, x0: float, x1: float, span=
 
 def _snow(rng, frames: np.ndarray) -> None:
     """Falling snow drawn over ``frames`` (T, H, W, 3) in place: in every frame about
-    1.5 % of the pixels hold a bright speck of 1-2 pixels, each falling 3-6 pixels a frame
-    for 2-4 frames."""
+    8 % of the pixels hold a speck (1-2 pixels wide, 1-3 long as it falls, brighter than
+    the scene by 30-90 % of the way to white, so many are faint), each falling 3-6 pixels
+    a frame for 2-4 frames."""
     count, height, width = frames.shape[:3]
-    per_frame = max(1, int(0.015 * height * width / 2))
+    born = max(1, int(0.08 * height * width / 8))  # each flake covers ~3 pixels, ~3 frames
+    flakes: list[np.ndarray] = []
     for t in range(count):
-        for _ in range(2):  # flakes born now and one frame ago, still falling
-            n = per_frame // 2
-            x = rng.uniform(0, width, n)
-            y = rng.uniform(0, height, n)
-            size = rng.integers(1, 3, n)
-            value = rng.uniform(200, 250, n)
-            life = rng.integers(2, 5, n)
-            fall = rng.uniform(3, 6, n)
-            for dt in range(4):
-                if t + dt >= count:
-                    break
-                alive = life > dt
-                yi = (y + fall * dt).astype(int)
-                xi = (x + 0.5 * fall * dt).astype(int)
-                for s in (1, 2):
-                    pick = alive & (size >= s)
-                    for oy in range(s):
-                        for ox in range(s):
-                            yy, xx = yi[pick] + oy, xi[pick] + ox
-                            keep = (yy < height) & (xx < width)
-                            frames[t + dt, yy[keep], xx[keep]] = value[pick][keep, None]
+        n = born if t else 3 * born  # the first frame shows flakes born before it
+        flakes.append(np.stack([rng.uniform(0, width, n), rng.uniform(-6, height, n),
+                                rng.integers(1, 3, n), rng.integers(1, 4, n),
+                                rng.uniform(0.3, 0.9, n), rng.integers(2, 5, n) + t,
+                                rng.uniform(3, 6, n), np.full(n, t)], 1))  # fmt: skip
+        every = np.concatenate(flakes)
+        flakes = [every[every[:, 5] > t]]
+        x, y, wide, long, alpha, _, fall, start = every[every[:, 5] > t].T
+        age = t - start
+        for dx in range(2):
+            for dy in range(3):
+                pick = (wide > dx) & (long > dy)
+                xi = (x[pick] + 0.5 * fall[pick] * age[pick]).astype(int) + dx
+                yi = (y[pick] + fall[pick] * age[pick]).astype(int) + dy
+                keep = (xi >= 0) & (xi < width) & (yi >= 0) & (yi < height)
+                a = alpha[pick][keep, None]
+                under = frames[t, yi[keep], xi[keep]]
+                frames[t, yi[keep], xi[keep]] = under + a * (250.0 - under)
 
 
 def _fogged(image: np.ndarray, height: int) -> np.ndarray:
@@ -203,8 +203,8 @@ def _shadow_floor(rng, width: int, height: int) -> np.ndarray:
 
 
 def _cast(mask: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
-    """The hard shadow of silhouettes ``mask`` (H, W) bool on the floor: the silhouette
-    sheared sideways from its feet and flattened to half its height, moved by ``shift``
+    """The hard shadow of one silhouette ``mask`` (H, W) bool on the floor: the silhouette
+    sheared sideways from its feet and flattened to two thirds of its height, moved by ``shift``
     (dx, dy)."""
     height, width = mask.shape
     rows = np.nonzero(mask.any(axis=1))[0]
@@ -214,14 +214,14 @@ def _cast(mask: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
     out = np.zeros_like(mask)
     for y in rows:
         up = foot - y
-        ty = foot - up // 2 + shift[1]
-        dx = round(0.9 * up) + shift[0]
+        ty = foot - (2 * up) // 3 + shift[1]
+        dx = round(1.3 * up) + shift[0]
         xs = np.nonzero(mask[y])[0] + dx
         ok = (xs >= 0) & (xs < width)
         if 0 <= ty < height:
             out[ty, xs[ok]] = True
             if ty + 1 < height:
-                out[ty + 1, xs[ok]] = True  # halving the height leaves no gaps
+                out[ty + 1, xs[ok]] = True  # flattening leaves no gaps
     return out
 
 
@@ -296,9 +296,13 @@ def make_adverse_scene(
         bodies = _sitter(rng_obj, bg, frames)
     elif kind == "snow":
         car = _car(rng_obj, bg, frames, 0.75 * height, width + 0.15 * width, 0.45 * width)
+        u = np.arange(frames) / max(frames - 1, 1)  # drives in, slows down, stops
+        car.path[:, 0] = np.interp(
+            np.minimum(u / 0.6, 1) ** 0.5, [0, 1], [1.15 * width, 0.45 * width]
+        )
         grey = grey_levels(bg[int(0.68 * height) : int(0.82 * height)]).mean()
-        car.texture = np.clip(car.texture - grey_levels(car.texture)[..., None] + grey + 35, 0, 255)
-        bodies = [car]  # a grey car, 35 grey levels lighter than the road
+        car.texture = np.clip(car.texture - grey_levels(car.texture)[..., None] + grey + 25, 0, 255)
+        bodies = [car]  # a grey car, 25 grey levels lighter than the road
     elif kind == "fog":
         road = 0.78 * height
         bodies = [_car(rng_obj, bg, frames, road, -0.15 * width, 1.15 * width, (0.0, 0.8)),
@@ -314,7 +318,9 @@ def make_adverse_scene(
     if kind == "shadows":
         shadows = np.zeros_like(masks)
         for t in range(frames):
-            shadows[t] = _cast(masks[t], (2, 0)) & ~masks[t]
+            for k in range(1, len(bodies) + 1):  # each from its own feet
+                shadows[t] |= _cast(labels[t] == k, (2, 0))
+            shadows[t] &= ~masks[t]
             canvas[t][shadows[t]] = bg[shadows[t]] * 0.45
     if kind == "snow":
         _snow(rng_obj, canvas)
