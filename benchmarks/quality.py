@@ -36,7 +36,8 @@ whether bpvideo reaches the better of MOG2 and KNN on each. Progress goes to std
 ``--peer-cache DIR`` keeps the peers' scores (every method but bpvideo) in
 ``DIR/peers.json``, keyed by method, sequence and a hash of the frames it was fed, so a
 run that changes only bpvideo (``--set``, new code) scores the peers once: a changed
-synthetic scene has new frames, hence a new key. ``--bgs-python`` is ``--pybgs-python``.
+synthetic scene has new frames, hence a new key; with ``--cached-peers-only`` a peer
+not in the cache is not run (its cell shows ``-``). ``--bgs-python`` is ``--pybgs-python``.
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gsoc-python", help="a Python with opencv-contrib (for GSOC)")
     parser.add_argument("--pybgs-python", "--bgs-python", help="a Python with pybgs (BGSLibrary)")
     parser.add_argument("--peer-cache", type=Path, help="folder of the peers' cached scores")
+    parser.add_argument("--cached-peers-only", action="store_true",
+                        help="run no peer: show the cached scores, '-' where none")  # fmt: skip
     parser.add_argument("--synthetic", nargs="*", choices=SYNTHETIC_CLASSES, metavar="CLASS",
                         help="add synthetic scenes (all classes when none named)")  # fmt: skip
     parser.add_argument(
@@ -171,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         cache = PeerCache(args.peer_cache, seq) if args.peer_cache else None
         for method in todo:
             result = cache.get(method) if cache and method != "bpvideo" else None
+            if result is None and args.cached_peers_only and method != "bpvideo":
+                continue
             if result is None:
                 result = run_method(seq, method, args, overrides)
                 if cache and method != "bpvideo":
