@@ -225,6 +225,55 @@ def _cast(mask: np.ndarray, shift: tuple[int, int]) -> np.ndarray:
     return out
 
 
+def _still_background(kind: str, rng, width: int, height: int) -> np.ndarray:
+    """The scene behind the objects, (H, W, 3) rounded: a street (in fog for ``fog``), a
+    poster or a shaded floor."""
+    if kind == "near_lens_print":
+        return np.rint(_poster(rng, width, height))
+    if kind == "shadows":
+        return np.rint(_shadow_floor(rng, width, height))
+    bg = np.rint(street_background(rng, width, height))
+    return np.rint(_fogged(bg, height)) if kind == "fog" else bg
+
+
+def _objects(kind: str, rng_obj, bg: np.ndarray, frames: int) -> list[_Body]:
+    """The objects of ``sitter``, ``snow``, ``fog`` and ``shadows``."""
+    height, width = bg.shape[:2]
+    if kind == "sitter":
+        return _sitter(rng_obj, bg, frames)
+    if kind == "snow":
+        car = _car(rng_obj, bg, frames, 0.75 * height, width + 0.15 * width, 0.45 * width)
+        u = np.arange(frames) / max(frames - 1, 1)  # drives in, slows down, stops
+        car.path[:, 0] = np.interp(
+            np.minimum(u / 0.6, 1) ** 0.5, [0, 1], [1.15 * width, 0.45 * width]
+        )
+        grey = grey_levels(bg[int(0.68 * height) : int(0.82 * height)]).mean()
+        car.texture = np.clip(car.texture - grey_levels(car.texture)[..., None] + grey + 25, 0, 255)
+        return [car]  # a grey car, 25 grey levels lighter than the road
+    if kind == "fog":
+        road = 0.78 * height
+        bodies = [_car(rng_obj, bg, frames, road, -0.15 * width, 1.15 * width, (0.0, 0.8)),
+                  _car(rng_obj, bg, frames, 0.66 * height, 1.15 * width, 0.3 * width)]  # fmt: skip
+        for body in bodies:  # their colour seen through the same fog as the road
+            body.texture = _fogged(body.texture, body.texture.shape[0])
+        return bodies
+    return [_walker_body(rng_obj, bg, frames, y, span)
+            for y, span in ((0.55, (0.0, 0.7)), (0.8, (0.3, 1.0)))]  # fmt: skip
+
+
+def _cast_shadows(canvas: np.ndarray, bg: np.ndarray, labels: np.ndarray, count: int):
+    """Darken ``canvas`` (T, H, W, 3) in place where each of ``count`` objects (``labels``
+    1..count) casts its shadow (45 % of the light, from its own feet); returns where
+    (T, H, W) bool, never on an object."""
+    shadows = np.zeros(labels.shape, dtype=bool)
+    for t in range(len(labels)):
+        for k in range(1, count + 1):
+            shadows[t] |= _cast(labels[t] == k, (2, 0))
+        shadows[t] &= labels[t] == 0
+        canvas[t][shadows[t]] = bg[shadows[t]] * 0.45
+    return shadows
+
+
 def make_adverse_scene(
     kind: str,
     width: int = 160,
@@ -261,7 +310,7 @@ def make_adverse_scene(
     Examples
     --------
     >>> scene = make_adverse_scene("near_lens", 64, 48, 60)
-    >>> scene.frames.shape, 0.5 < scene.masks[scene.masks.any(axis=(1, 2))].mean() < 0.9
+    >>> scene.frames.shape, bool(0.5 < scene.masks[scene.masks.any(axis=(1, 2))].mean() < 0.9)
     ((60, 48, 64, 3), True)
     """
     frames = ADVERSE_FRAMES.get(kind, 0) if frames is None else frames
@@ -275,14 +324,7 @@ def make_adverse_scene(
         )
     streams = np.random.SeedSequence([seed, 100 + ADVERSE_CLASSES.index(kind)]).spawn(3)
     rng_bg, rng_obj, rng_noise = (np.random.default_rng(s) for s in streams)
-    if kind == "near_lens_print":
-        bg = np.rint(_poster(rng_bg, width, height))
-    elif kind == "shadows":
-        bg = np.rint(_shadow_floor(rng_bg, width, height))
-    else:
-        bg = np.rint(street_background(rng_bg, width, height))
-    if kind == "fog":
-        bg = np.rint(_fogged(bg, height))
+    bg = _still_background(kind, rng_bg, width, height)
     shadows = None
     masks = np.zeros((frames, height, width), dtype=bool)
     labels = np.zeros((frames, height, width), dtype=np.uint8)
@@ -292,36 +334,13 @@ def make_adverse_scene(
         canvas, masks = _near_lens(rng_obj, bg, frames, reach)
         labels[masks] = 1
         bodies: list[_Body] = []
-    elif kind == "sitter":
-        bodies = _sitter(rng_obj, bg, frames)
-    elif kind == "snow":
-        car = _car(rng_obj, bg, frames, 0.75 * height, width + 0.15 * width, 0.45 * width)
-        u = np.arange(frames) / max(frames - 1, 1)  # drives in, slows down, stops
-        car.path[:, 0] = np.interp(
-            np.minimum(u / 0.6, 1) ** 0.5, [0, 1], [1.15 * width, 0.45 * width]
-        )
-        grey = grey_levels(bg[int(0.68 * height) : int(0.82 * height)]).mean()
-        car.texture = np.clip(car.texture - grey_levels(car.texture)[..., None] + grey + 25, 0, 255)
-        bodies = [car]  # a grey car, 25 grey levels lighter than the road
-    elif kind == "fog":
-        road = 0.78 * height
-        bodies = [_car(rng_obj, bg, frames, road, -0.15 * width, 1.15 * width, (0.0, 0.8)),
-                  _car(rng_obj, bg, frames, 0.66 * height, 1.15 * width, 0.3 * width)]  # fmt: skip
-        for body in bodies:  # their colour seen through the same fog as the road
-            body.texture = _fogged(body.texture, body.texture.shape[0])
     else:
-        bodies = [_walker_body(rng_obj, bg, frames, y, span)
-                  for y, span in ((0.55, (0.0, 0.7)), (0.8, (0.3, 1.0)))]  # fmt: skip
+        bodies = _objects(kind, rng_obj, bg, frames)
     for k, body in enumerate(bodies, start=1):
         _draw(masks, canvas, labels, body, k)
     backgrounds = np.repeat(bg[None], frames, axis=0)
     if kind == "shadows":
-        shadows = np.zeros_like(masks)
-        for t in range(frames):
-            for k in range(1, len(bodies) + 1):  # each from its own feet
-                shadows[t] |= _cast(labels[t] == k, (2, 0))
-            shadows[t] &= ~masks[t]
-            canvas[t][shadows[t]] = bg[shadows[t]] * 0.45
+        shadows = _cast_shadows(canvas, bg, labels, len(bodies))
     if kind == "snow":
         _snow(rng_obj, canvas)
     canvas += noise * rng_noise.standard_normal(canvas.shape)
