@@ -325,7 +325,6 @@ def make_adverse_scene(
     streams = np.random.SeedSequence([seed, 100 + ADVERSE_CLASSES.index(kind)]).spawn(3)
     rng_bg, rng_obj, rng_noise = (np.random.default_rng(s) for s in streams)
     bg = _still_background(kind, rng_bg, width, height)
-    shadows = None
     masks = np.zeros((frames, height, width), dtype=bool)
     labels = np.zeros((frames, height, width), dtype=np.uint8)
     canvas = np.repeat(bg[None], frames, axis=0)
@@ -338,9 +337,7 @@ def make_adverse_scene(
         bodies = _objects(kind, rng_obj, bg, frames)
     for k, body in enumerate(bodies, start=1):
         _draw(masks, canvas, labels, body, k)
-    backgrounds = np.repeat(bg[None], frames, axis=0)
-    if kind == "shadows":
-        shadows = _cast_shadows(canvas, bg, labels, len(bodies))
+    shadows = _cast_shadows(canvas, bg, labels, len(bodies)) if kind == "shadows" else None
     if kind == "snow":
         _snow(rng_obj, canvas)
     canvas += noise * rng_noise.standard_normal(canvas.shape)
@@ -350,7 +347,7 @@ def make_adverse_scene(
         background=bg.astype(np.uint8),
         labels=labels,
         objects=tuple(f"{kind} {k}" for k in range(1, int(labels.max()) + 1)),
-        backgrounds=backgrounds.astype(np.uint8),
+        backgrounds=np.repeat(bg[None], frames, axis=0).astype(np.uint8),
         dynamic=np.zeros((height, width), dtype=bool),
         kind=kind,
         shadows=shadows,
