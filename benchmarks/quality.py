@@ -21,6 +21,8 @@ Usage::
 
     python benchmarks/quality.py --gsoc-python /path/to/venv-contrib/bin/python \\
         --pybgs-python /path/to/venv-pybgs/bin/python --synthetic --json scores.json
+    python benchmarks/quality.py --gsoc-python ... --bgs-python ... --synthetic \
+        --peer-cache /work/cache-peers       # the peers scored once, reused after
     python benchmarks/quality.py --only bpvideo --set threshold_k=5 --set shadows=keep
     python benchmarks/quality.py --only bpvideo --set masks.thresholds.MIN_AUTO_THRESHOLD=10
 
