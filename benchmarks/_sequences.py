@@ -22,6 +22,8 @@ from bpvideo import evaluate
 from bpvideo.evaluate import load_groundtruth
 from bpvideo.sinks.writers import write_masks
 from bpvideo.sources.video import read_video
+from bpvideo.synthetic.adverse import ADVERSE_CLASSES
+from bpvideo.synthetic.hard import HARD_CLASSES
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -45,6 +47,10 @@ if masks.ndim == 4:
     masks = masks.max(axis=3)
 np.save(sys.argv[2], masks > 127)
 """
+
+#: The synthetic classes the benchmarks add as sequences ``synthetic_<class>``: issue 26's
+#: (:mod:`bpvideo.synthetic.hard`) and issue 40's (:mod:`bpvideo.synthetic.adverse`).
+SYNTHETIC_CLASSES = HARD_CLASSES + ADVERSE_CLASSES
 
 #: BGSLibrary methods run by ``--pybgs-python`` (class names of ``pybgs``).
 PYBGS_METHODS = ("LOBSTER", "SuBSENSE", "PAWCS", "ViBe")
@@ -78,10 +84,13 @@ class Sequence:
 
     @classmethod
     def synthetic(cls, name: str) -> Sequence:
-        """A scene of :mod:`bpvideo.synthetic.hard` (``name``: ``synthetic_<class>``)."""
+        """A scene of :mod:`bpvideo.synthetic.hard` or :mod:`bpvideo.synthetic.adverse`
+        (``name``: ``synthetic_<class>``)."""
+        from bpvideo.synthetic.adverse import ADVERSE_CLASSES, make_adverse_scene
         from bpvideo.synthetic.hard import make_hard_scene
 
-        scene = make_hard_scene(name.removeprefix("synthetic_"))
+        kind = name.removeprefix("synthetic_")
+        scene = (make_adverse_scene if kind in ADVERSE_CLASSES else make_hard_scene)(kind)
         return cls(name, scene.frames, list(range(1, len(scene.frames) + 1)), Path(), scene.masks)
 
     @classmethod

@@ -12,14 +12,17 @@ scored by :func:`bpvideo.evaluate`
 (changedetection.net rules: 50 = shadow counts as background, 85 and 170 ignored,
 ROI.bmp and temporalROI.txt where present; Wallflower: the single hand-segmented frame).
 OpenCV's subtractors see every frame in order, in colour; their shadow label (127) counts
-as background. ``--synthetic`` adds the scenes of :mod:`bpvideo.synthetic.hard` (the
-hard classes, with known masks) as sequences ``synthetic_<class>``, scored on every
+as background. ``--synthetic`` adds the scenes of :mod:`bpvideo.synthetic.hard` and
+:mod:`bpvideo.synthetic.adverse` (the hard classes, with known masks; cast shadows count
+as background) as sequences ``synthetic_<class>``, scored on every
 pixel of every frame; they count in the mean and the worst.
 
 Usage::
 
     python benchmarks/quality.py --gsoc-python /path/to/venv-contrib/bin/python \\
         --pybgs-python /path/to/venv-pybgs/bin/python --synthetic --json scores.json
+    python benchmarks/quality.py --gsoc-python ... --bgs-python ... --synthetic \
+        --peer-cache /work/cache-peers       # the peers scored once, reused after
     python benchmarks/quality.py --only bpvideo --set threshold_k=5 --set shadows=keep
     python benchmarks/quality.py --only bpvideo --set masks.thresholds.MIN_AUTO_THRESHOLD=10
 
@@ -31,13 +34,22 @@ Prints, as Markdown on stdout, the F-measure table (methods as rows, sequences a
 columns), the mean and worst over the sequences with per-frame ground truth, and
 whether bpvideo reaches the better of MOG2 and KNN on each. Progress goes to stderr.
 ``--json PATH`` saves every score (recall, precision, seconds ...).
+
+``--peer-cache DIR`` keeps the peers' scores (every method but bpvideo) in
+``DIR/peers.json``, keyed by method, sequence and a hash of the frames it was fed, so a
+run that changes only bpvideo (``--set``, new code) scores the peers once: a changed
+synthetic scene has new frames, hence a new key; with ``--cached-peers-only`` a peer
+not in the cache is not run (its cell shows ``-``). ``--bgs-python`` is ``--pybgs-python``.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,6 +59,7 @@ import yaml
 from _sequences import (
     DATA,
     PYBGS_METHODS,
+    SYNTHETIC_CLASSES,
     Sequence,
     discover,
     per_frame_truth,
@@ -56,8 +69,6 @@ from _sequences import (
     run_pybgs,
 )
 from select_defaults import constants
-
-from bpvideo.synthetic.hard import HARD_CLASSES
 
 log = logging.getLogger("quality")
 
@@ -125,8 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA, help="folder of sequences")
     parser.add_argument("--sequences", nargs="+", help="default: every one with ground truth")
     parser.add_argument("--gsoc-python", help="a Python with opencv-contrib (for GSOC)")
-    parser.add_argument("--pybgs-python", help="a Python with pybgs (for BGSLibrary)")
-    parser.add_argument("--synthetic", nargs="*", choices=HARD_CLASSES, metavar="CLASS",
+    parser.add_argument("--pybgs-python", "--bgs-python", help="a Python with pybgs (BGSLibrary)")
+    parser.add_argument("--peer-cache", type=Path, help="folder of the peers' cached scores")
+    parser.add_argument("--cached-peers-only", action="store_true",
+                        help="run no peer: show the cached scores, '-' where none")  # fmt: skip
+    parser.add_argument("--synthetic", nargs="*", choices=SYNTHETIC_CLASSES, metavar="CLASS",
                         help="add synthetic scenes (all classes when none named)")  # fmt: skip
     parser.add_argument(
         "--only", nargs="+", choices=("bpvideo", "MOG2", "KNN", "GSOC", *PYBGS_METHODS)
@@ -137,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     sequences = args.sequences or discover(args.data)
     if args.synthetic is not None:
-        sequences += [f"synthetic_{c}" for c in args.synthetic or HARD_CLASSES]
+        sequences += [f"synthetic_{c}" for c in args.synthetic or SYNTHETIC_CLASSES]
     if not sequences:
         raise SystemExit(f"{args.data}: no sequence with ground truth (pass --data)")
     overrides = parse_overrides(args.set)
@@ -159,8 +173,15 @@ def main(argv: list[str] | None = None) -> int:
             seq = Sequence.synthetic(name)
         else:
             seq = Sequence.load(name, args.data)
+        cache = PeerCache(args.peer_cache, seq) if args.peer_cache else None
         for method in todo:
-            result = run_method(seq, method, args, overrides)
+            result = cache.get(method) if cache and method != "bpvideo" else None
+            if result is None and args.cached_peers_only and method != "bpvideo":
+                continue
+            if result is None:
+                result = run_method(seq, method, args, overrides)
+                if cache and method != "bpvideo":
+                    cache.put(method, result)
             scores[method][name] = result
             if args.json:
                 _save(args.json, overrides, scores)
@@ -182,6 +203,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         _save(args.json, overrides, scores)
     return 0
+
+
+class PeerCache:
+    """The peers' scores on one sequence, in ``folder/peers.json``, keyed by
+    ``method|sequence|sha1 of the frames``."""
+
+    def __init__(self, folder: Path, seq: Sequence) -> None:
+        self.path = folder / "peers.json"
+        self.key = f"{seq.name}|{hashlib.sha1(np.ascontiguousarray(seq.frames)).hexdigest()}"
+
+    def _all(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def get(self, method: str) -> dict[str, Any] | None:
+        """The cached scores of ``method`` on these frames, or None."""
+        return self._all().get(f"{method}|{self.key}")
+
+    def put(self, method: str, result: dict[str, Any]) -> None:
+        """Add ``method``'s scores (written under a temporary name and renamed)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name("peers.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # runs side by side add to one file
+            entries = self._all()
+            entries[f"{method}|{self.key}"] = result
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(entries, indent=1, sort_keys=True))
+            tmp.replace(self.path)
 
 
 def _save(path: Path, overrides: dict[str, Any], scores: dict[str, Any]) -> None:

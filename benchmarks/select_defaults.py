@@ -36,7 +36,14 @@ from typing import Any
 
 import numpy as np
 import yaml
-from _sequences import DATA, Sequence, discover, per_frame_truth, run_bpvideo
+from _sequences import (
+    DATA,
+    SYNTHETIC_CLASSES,
+    Sequence,
+    discover,
+    per_frame_truth,
+    run_bpvideo,
+)
 
 log = logging.getLogger("select")
 #: Worst cases closer than this are a tie, decided by the next worst (:func:`better`).
@@ -172,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true",
                         help="also sequences with one ground-truth frame (Wallflower)")  # fmt: skip
     parser.add_argument("--synthetic", action="store_true",
-                        help="also the synthetic classes (bpvideo.synthetic.hard)")  # fmt: skip
+                        help="also the synthetic classes (synthetic.hard, .adverse)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stderr)
     candidates = dict(CANDIDATES)
@@ -184,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         candidates = {name: candidates[name] for name in args.only}
     sequences = [s for s in discover(args.data) if args.all or per_frame_truth(s, args.data)]
     if args.synthetic:
-        from bpvideo.synthetic.hard import HARD_CLASSES
-
-        sequences += [f"synthetic_{c}" for c in HARD_CLASSES]
+        sequences += [f"synthetic_{c}" for c in SYNTHETIC_CLASSES]
     if not sequences:
         raise SystemExit(f"{args.data}: no sequence with per-frame ground truth (pass --data)")
     scores: dict[str, dict[str, float]] = {}

@@ -45,12 +45,17 @@ class HardScene(Scene):
     dynamic : (H, W) bool ndarray or None
         Pixels whose background moves (water, leaves); background in :attr:`masks`.
     kind : str
-        The class (one of :data:`HARD_CLASSES`).
+        The class (one of :data:`HARD_CLASSES` or
+        :data:`~bpvideo.synthetic.adverse.ADVERSE_CLASSES`).
+    shadows : (T, H, W) bool ndarray or None
+        Where a cast shadow falls (background in :attr:`masks`, changedetection.net's
+        label 50); None when the class casts none.
     """
 
     backgrounds: np.ndarray | None = None
     dynamic: np.ndarray | None = None
     kind: str = ""
+    shadows: np.ndarray | None = None
 
 
 @dataclass
