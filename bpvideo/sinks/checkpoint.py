@@ -39,8 +39,9 @@ logger = logging.getLogger("bpvideo")
 #: The checkpoint folder in OUTDIR (hidden: never taken for a result).
 CHECKPOINT = ".bpvideo-resume"
 RUN = "run.json"
-#: Settings that do not change a result: a resumed run may differ in them.
-FREE_SETTINGS = ("overwrite", "resume")
+#: Settings that do not change a result: a resumed run may differ in them (``threads``:
+#: the masks are the same on any number of threads, tests/pipeline/test_threads.py).
+FREE_SETTINGS = ("overwrite", "resume", "threads")
 
 
 def identity(input: str, settings_dict: dict[str, Any]) -> dict[str, Any]:

@@ -157,7 +157,8 @@ def test_sigkill_leaves_a_checkpoint_that_resume_finishes(
     assert moved.returncode == 2 and "its stopped run was of" in moved.stderr
     for refused in (plain, other, moved):
         assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    resumed = _run(clip, "-o", out, *WINDOWS, "--resume", "-v")
+    # on another number of threads (another machine): the same result all the same
+    resumed = _run(clip, "-o", out, *WINDOWS, "--resume", "-v", "--threads", "1")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming: frames 1-" in resumed.stderr
     _assert_same_result(out, whole)
