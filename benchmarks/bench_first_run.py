@@ -29,7 +29,6 @@ then in another child to load them from it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import resource
 import statistics
@@ -41,19 +40,11 @@ from pathlib import Path
 
 import bench_end_to_end as e2e
 from bench_scale import make_clip
+from output_hashes import masks_digest
 
 SIZES = "320x240,1280x720"
 #: The INFO line of :mod:`bpvideo.solvers.backends.compile_log`.
 COMPILE_LINE = "compiling the fast kernels with numba"
-
-
-def masks_digest(folder: Path) -> str:
-    """One SHA-256 over every mask file of ``folder``, in name order."""
-    h = hashlib.sha256()
-    for path in sorted(folder.iterdir()):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def one_run(python: str, clip: Path, out: Path, env: dict) -> dict:
