@@ -8,16 +8,19 @@ from bpvideo.pipeline.windows import CARRY_FRAMES, uses_reference
 from bpvideo.settings import SeparateSettings
 
 __all__ = [
+    "CODER_PIXEL_BYTES",
     "FRAME_PIXEL_BYTES",
     "LIVE_MATRICES",
     "OVERHEAD_BYTES",
     "SIZE_PIXEL_BYTES",
     "available_memory",
+    "coders",
     "estimate_memory",
     "frame_bytes",
     "planned_memory",
     "resident_memory",
     "settings_frame_bytes",
+    "size_bytes",
     "spools",
 ]
 
@@ -28,15 +31,17 @@ LIVE_MATRICES = 18
 #: Bytes per pixel of a frame held at full resolution: the BGR frame, its grey plane and
 #: its column of the data matrix (uint8).
 FRAME_PIXEL_BYTES = 5
-#: Bytes per pixel of the frame size, however many frames a window holds: the encoders'
-#: own frames (x264's look-ahead and references, in the ffmpeg children), the full-size
-#: maps of the masks, and one block of finished frames (32: masks, foreground and
-#: background on their way to the encoders). Measured (peak RSS of bpvideo and its ffmpeg
-#: children less the 148 MiB of a tiny run, default options): 2048x1024 H.264 clips of
-#: 4, 12 and 32 frames, 463, 764 and 1583 MiB (about 150 bytes a pixel, and 19 a pixel
-#: and frame while the block fills, 10 of them beyond :func:`frame_bytes`); 4 frames of
-#: 1024x512, 192 MiB (at most 400 a pixel with the process's own share).
-SIZE_PIXEL_BYTES = 800
+#: Bytes per pixel of the frame size that bpvideo's own process holds, however many frames
+#: a window holds: the full-size maps of the masks (thresholds, appearance samples on their
+#: grid) and one block of finished frames on its way to the encoders.
+SIZE_PIXEL_BYTES = 100
+#: Bytes per pixel of the frame size that each ffmpeg child holds (the decoder, and x264's
+#: look-ahead and reference frames in each encoder).
+CODER_PIXEL_BYTES = 80
+# Both measured with ``benchmarks/bench_memory_plan.py`` (the summed RSS of bpvideo and its
+# ffmpeg children, sampled every 0.2 s; default outputs, 100 frames): 1080p 1116 MiB of
+# which the children 535, 4K 2780 MiB of which the children 1764; a line through the two
+# gives 73 bytes a pixel for bpvideo and 69 for each of its three children, rounded up.
 
 
 def spools(settings: SeparateSettings, solve_scale: float) -> bool:
@@ -109,6 +114,21 @@ def estimate_memory(
 OVERHEAD_BYTES = 256 << 20
 
 
+def coders(settings: SeparateSettings) -> int:
+    """ffmpeg children a run of ``settings`` holds at once, at most: the decoder, the two
+    videos (none with ``no_video``), ``overlay.mp4`` and the clip being cut."""
+    videos = 0 if settings.no_video else 2
+    return 1 + videos + bool(settings.overlay) + bool(settings.clips)
+
+
+def size_bytes(settings: SeparateSettings, width: int, height: int) -> int:
+    """Bytes a run of ``settings`` on frames of ``width`` x ``height`` holds however many
+    frames its windows hold: :data:`SIZE_PIXEL_BYTES` per pixel, :data:`CODER_PIXEL_BYTES`
+    per pixel for each of its :func:`coders`, and :data:`OVERHEAD_BYTES`."""
+    per_pixel = SIZE_PIXEL_BYTES + CODER_PIXEL_BYTES * coders(settings)
+    return width * height * per_pixel + OVERHEAD_BYTES
+
+
 def settings_frame_bytes(settings: SeparateSettings, width: int, height: int) -> int:
     """:func:`frame_bytes` of frames of ``width`` x ``height`` under ``settings``."""
     masked = settings.mask is not None or settings.observe is not None
@@ -133,8 +153,7 @@ def planned_memory(
 ) -> int | None:
     """Bytes a run plans to hold at most: the frames of its largest window (with the
     carried columns, or a short clip read whole) at :func:`frame_bytes` each, plus
-    :data:`SIZE_PIXEL_BYTES` per pixel and :data:`OVERHEAD_BYTES`; None when it cannot be
-    known (a whole stream of unknown length)."""
+    :func:`size_bytes`; None when it cannot be known (a whole stream of unknown length)."""
     per_frame = settings_frame_bytes(settings, width, height)
     if window is None or (frame_count is not None and frame_count <= whole_max):
         frames = frame_count  # read and solved whole: no carried columns
@@ -144,7 +163,7 @@ def planned_memory(
             frames = min(frames, frame_count + min(window, CARRY_FRAMES))
     if frames is None:
         return None
-    return per_frame * frames + width * height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
+    return per_frame * frames + size_bytes(settings, width, height)
 
 
 def available_memory() -> int:

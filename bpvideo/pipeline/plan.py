@@ -17,12 +17,11 @@ import numpy as np
 from bpvideo import cores
 from bpvideo.errors import InputError, literal
 from bpvideo.pipeline.memory import (
-    OVERHEAD_BYTES,
-    SIZE_PIXEL_BYTES,
     available_memory,
     planned_memory,
     resident_memory,
     settings_frame_bytes,
+    size_bytes,
     spools,
 )
 from bpvideo.pipeline.scale import effective_solve_scale
@@ -105,7 +104,7 @@ class _Room:
         self.avail = self.available if self.available is not None else available_memory()
         self.budget = int(self.avail * MEMORY_FRACTION)
         self.per_frame = settings_frame_bytes(self.settings, self.width, self.height)
-        self.fixed = self.width * self.height * SIZE_PIXEL_BYTES + OVERHEAD_BYTES
+        self.fixed = size_bytes(self.settings, self.width, self.height)
 
     @property
     def fits(self) -> int:

@@ -139,10 +139,8 @@ def test_raw_masks_to_a_named_pipe(tmp_path: Path) -> None:
 
     fifo = tmp_path / "masks.fifo"
     os.mkfifo(fifo)
-    t = time.monotonic()
     with pytest.raises(InputError, match=r"masks\.fifo: no program reads this pipe"):
         RawMaskSink(str(fifo))
-    assert time.monotonic() - t < 5
     reader = subprocess.Popen(["head", "-c", "100", str(fifo)], stdout=subprocess.DEVNULL)
     while True:  # until the reader has opened the pipe (its own doing, however late)
         try:
