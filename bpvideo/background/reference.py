@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from bpvideo.background import covered, tuning
+from bpvideo.background import covered, states, tuning
 from bpvideo.background.light import fit_light, light_base, still_light
 from bpvideo.masks.shadows import same_texture
 from bpvideo.solvers.backends import get_backend
@@ -279,6 +279,12 @@ def observe_background(
     noise = fit_light(data, own, still=still, passes=0)[2]  # the fit itself comes below
     if span is not None and span.ends:
         own, still = covered.both_ends(data, own, still, noise, span.ends)[:2]
+        if mask is not None:
+            still &= mask
+    if tuning.STATES:
+        own, still = states.second_state(
+            data, frame_shape, own, score, still, noise, absorb_frames
+        )[:2]
         if mask is not None:
             still &= mask
     replaced = np.zeros(len(own), dtype=bool)
