@@ -281,12 +281,7 @@ def observe_background(
         own, still = covered.both_ends(data, own, still, noise, span.ends)[:2]
         if mask is not None:
             still &= mask
-    if tuning.STATES:
-        own, still = states.second_state(
-            data, frame_shape, own, score, still, noise, absorb_frames
-        )[:2]
-        if mask is not None:
-            still &= mask
+    own, still = states.second_state(data, frame_shape, own, score, still, noise, absorb_frames)[:2]
     replaced = np.zeros(len(own), dtype=bool)
     if loose is not None:
         own, replaced = covered.guided(data, frame_shape, own, noise, loose)

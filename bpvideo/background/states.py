@@ -98,12 +98,19 @@ def second_state(
     still : (m, n) bool ndarray
         ``still``, with the second state's entries on the replaced rows.
     replaced : (m,) bool ndarray
+
+    Notes
+    -----
+    Does nothing unless :data:`tuning.STATES`. The second state's entries are settled
+    ones, never where ``score`` is infinite (outside a user's observation mask).
     """
     h, w = frame_shape
     m = data.shape[0]
     channels = m // (h * w)
     out = np.asarray(own, dtype=np.float32).copy()
     replaced = np.zeros(m, dtype=bool)
+    if not tuning.STATES:
+        return out, still, replaced
     value, entries, flat = _other_still(data, out, score, still, noise)
     has = np.isfinite(value).reshape(h, w, channels).all(axis=2)
     if np.count_nonzero(has) < 1:
