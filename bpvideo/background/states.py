@@ -26,8 +26,12 @@ import numpy as np
 from bpvideo.background import tuning
 from bpvideo.background.light import fit_light
 from bpvideo.masks.ghosts import ghosts
+from bpvideo.solvers.backends import get_backend
 
 __all__ = ["second_state"]
+
+#: Rows (about) the light of each frame is fitted on.
+_FIT_ROWS = 1024
 
 
 def _other_still(
@@ -35,33 +39,49 @@ def _other_still(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's frames of a second still state: unlike ``own``, as still as the quiet
     part of the view, and alike one another (within :data:`tuning.CONSISTENT_K` noise
-    levels of their median). Returns their (m,) median (NaN where there are too few,
-    :data:`tuning.STATES_SUPPORT`) and the (m, n) entries."""
+    levels of their median).
+
+    Returns
+    -------
+    value : (m,) float32 ndarray
+        Their median at the reference's light (NaN where there are too few,
+        :data:`tuning.STATES_SUPPORT`).
+    entries : (m, n) bool ndarray
+    busy : (m,) bool ndarray
+        Rows unlike ``own`` in more than :data:`tuning.STATES_BUSY` of the frames.
+    """
     m, n = data.shape
-    # each frame brought to the reference's light: a lamp or the camera's exposure
-    # changes every pixel, which is not a second state
-    gain, offset = fit_light(data, own, still=still, noise=noise)[:2]
-    data = (np.asarray(data, np.float32) - offset) / np.maximum(gain, 1e-3)
+    # each frame brought to the reference's light (a lamp, the camera's exposure change
+    # every pixel: no second state); a global gain and offset per frame, fitted on a
+    # sample of the rows
+    rows = slice(None, None, max(1, m // _FIT_ROWS))
+    gain, offset = fit_light(data[rows], own[rows], still=still[rows], noise=noise)[:2]
+    dev = np.asarray(data, np.float32) - offset
+    dev /= np.maximum(gain, 1e-3)
+    dev -= own[:, None]
+    np.abs(dev, out=dev)
+    busy = (dev > tuning.CONSISTENT_K * noise).mean(axis=1) > tuning.STATES_BUSY
     quiet = np.max(np.where(still, score, -np.inf), axis=1)
     finite = quiet[np.isfinite(quiet)]
     typical = float(np.quantile(finite, tuning.QUIET)) if finite.size else 0.0
-    limit = tuning.STATES_K * max(noise, 1.0)
-    settled = score <= tuning.STATES_MOTION_K * max(typical, 1e-3)
-    other = settled & (np.abs(data - own[:, None]) > limit)
+    other = score <= tuning.STATES_MOTION_K * max(typical, 1e-3)
+    other &= dev > tuning.STATES_K * max(noise, 1.0)
     fewest = max(tuning.MIN_STILL, int(np.ceil(tuning.STATES_SUPPORT * n)))
-    rows = np.flatnonzero(other.sum(axis=1) >= fewest)
+    rows = np.flatnonzero(np.count_nonzero(other, axis=1) >= fewest)
     value = np.full(m, np.nan, dtype=np.float32)
     entries = np.zeros((m, n), dtype=bool)
     if not rows.size:
-        return value, entries, data
-    values = data[rows]
-    first = np.nanmedian(np.where(other[rows], values, np.nan), axis=1)
+        return value, entries, busy
+    values = (np.asarray(data[rows], np.float32) - offset) / np.maximum(gain, 1e-3)
+    median = get_backend("auto", values.size).row_median
+    first = median(values, np.ascontiguousarray(other[rows]))
     near = other[rows] & (np.abs(values - first[:, None]) < tuning.CONSISTENT_K * max(noise, 1.0))
-    enough = near.sum(axis=1) >= fewest
+    enough = np.count_nonzero(near, axis=1) >= fewest
     rows, near, values = rows[enough], near[enough], values[enough]
-    value[rows] = np.nanmedian(np.where(near, values, np.nan), axis=1)
-    entries[rows] = near
-    return value, entries, data
+    if rows.size:
+        value[rows] = median(np.ascontiguousarray(values), np.ascontiguousarray(near))
+        entries[rows] = near
+    return value, entries, busy
 
 
 def second_state(
@@ -111,14 +131,13 @@ def second_state(
     replaced = np.zeros(m, dtype=bool)
     if not tuning.STATES:
         return out, still, replaced
-    value, entries, flat = _other_still(data, out, score, still, noise)
+    value, entries, busy = _other_still(data, out, score, still, noise)
     has = np.isfinite(value).reshape(h, w, channels).all(axis=2)
-    if np.count_nonzero(has) < 1:
+    if not has.any():
         return out, still, replaced
     first = out.reshape(h, w, channels).mean(axis=2)
     second = np.where(np.isfinite(value), value, out).reshape(h, w, channels).mean(axis=2)
-    unlike = np.abs(flat - out[:, None]) > tuning.CONSISTENT_K * noise
-    busy = (unlike.mean(axis=1) > tuning.STATES_BUSY).reshape(h, w, channels).any(axis=2)
+    busy = busy.reshape(h, w, channels).any(axis=2)
     taken = ghosts(second, first, has, busy, border=tuning.STATES_BORDER)
     if absorb_frames is not None and taken.any():
         taken &= ~_absorbed(entries, still, absorb_frames).reshape(h, w, channels).any(axis=2)
