@@ -54,8 +54,8 @@ def _other_still(
     # each frame brought to the reference's light (a lamp, the camera's exposure change
     # every pixel: no second state); a global gain and offset per frame, fitted on a
     # sample of the rows
-    rows = slice(None, None, max(1, m // _FIT_ROWS))
-    gain, offset = fit_light(data[rows], own[rows], still=still[rows], noise=noise)[:2]
+    sample = slice(None, None, max(1, m // _FIT_ROWS))
+    gain, offset = fit_light(data[sample], own[sample], still=still[sample], noise=noise)[:2]
     dev = np.asarray(data, np.float32) - offset
     dev /= np.maximum(gain, 1e-3)
     dev -= own[:, None]
