@@ -202,7 +202,6 @@ def _f(masks: np.ndarray, truth: np.ndarray) -> float:
 FAILING_TODAY = {
     "near_lens": "foliage near the lens taken for background appearances (F 0.58)",
     "near_lens_print": "foliage near the lens over print taken for background (F 0.66)",
-    "sitter": "a person seated for 80 % of the clip becomes background (F 0.20)",
     "snow": "snow specks hide a car that drives in and stops: recall 0.50 (F 0.66)",
     "fog": "objects a few grey levels from the road are under every threshold (F 0.00)",
     "shadows": "hard shadows on texture called foreground: precision 0.61 (F 0.75)",

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from bpvideo.background import covered, tuning
+from bpvideo.background import covered, states, tuning
 from bpvideo.background.light import fit_light, light_base, still_light
 from bpvideo.masks.shadows import same_texture
 from bpvideo.solvers.backends import get_backend
@@ -281,6 +281,7 @@ def observe_background(
         own, still = covered.both_ends(data, own, still, noise, span.ends)[:2]
         if mask is not None:
             still &= mask
+    own, still = states.second_state(data, frame_shape, own, score, still, noise, absorb_frames)[:2]
     replaced = np.zeros(len(own), dtype=bool)
     if loose is not None:
         own, replaced = covered.guided(data, frame_shape, own, noise, loose)

@@ -87,6 +87,32 @@ ENDS_K = 12.0
 ENDS_SUPPORT = 3
 
 
+# Two still states at one pixel (:mod:`bpvideo.background.states`).
+
+#: Whether a pixel whose frames hold a second still state takes it where the outline of
+#: the region says the reference holds an object (:func:`second_state`).
+STATES = True
+
+#: Noise levels by which a second state differs from the reference.
+STATES_K = 6.0
+
+#: A frame is still enough to show a state when its motion is at most this many times
+#: the :data:`QUIET` quantile (over pixels) of the still frames' motion.
+STATES_MOTION_K = 3.0
+
+#: Fewest frames (a fraction of the window, at least :data:`MIN_STILL`) that must show
+#: the second state.
+STATES_SUPPORT = 0.05
+
+#: A pixel is busy when more than :data:`STATES_BUSY` of its frames differ from its
+#: reference (by :data:`CONSISTENT_K` noise levels); a region is not judged when more
+#: than :data:`STATES_BORDER` of the band around it is busy. Where someone sat or stood,
+#: the region borders the scene, quiet but for passers-by; in a crowd its outline runs
+#: from person to person (synthetic cover70 at 96 x 72: 0.72 -> 0.68 judging every region).
+STATES_BUSY = 0.2
+STATES_BORDER = 0.25
+
+
 # The light of each frame (:mod:`bpvideo.background.light`).
 
 #: How each frame's gain against the light base starts: ``"mode"``, the commonest ratio

@@ -62,6 +62,7 @@ def ghosts(
     background: np.ndarray,
     regions: np.ndarray,
     foreground: np.ndarray | None = None,
+    border: float | None = None,
 ) -> np.ndarray:
     """The regions of ``regions`` that are ghosts of ``background`` in ``frame``.
 
@@ -73,7 +74,10 @@ def ghosts(
         Foreground to judge (each connected region on its own).
     foreground : (H, W) bool ndarray, optional
         The frame's whole foreground (``regions`` and the rest): regions bordered by more
-        than :data:`BORDER_YOUNG` of it are not judged.
+        than ``border`` of it are not judged.
+    border : float, optional
+        The largest share of a region's surrounding band that may be ``foreground``
+        (None: :data:`BORDER_YOUNG`).
 
     Returns
     -------
@@ -89,15 +93,16 @@ def ghosts(
     background = np.asarray(background, dtype=np.float32)
     ring = disk(OUTLINE)
     pad = OUTLINE + SIDE
+    border = BORDER_YOUNG if border is None else border
     for i in judged:
         x, y, w, h = stats[i, :4]
         y0, y1 = max(0, y - pad), min(regions.shape[0], y + h + pad)
         x0, x1 = max(0, x - pad), min(regions.shape[1], x + w + pad)
         region = (labels[y0:y1, x0:x1] == i).view(np.uint8)
         outer = cv2.dilate(region, ring, borderValue=0) - region
-        if foreground is not None and BORDER_YOUNG is not None:
+        if foreground is not None and border is not None:
             young = np.count_nonzero(outer.view(bool) & foreground[y0:y1, x0:x1])
-            if young > BORDER_YOUNG * np.count_nonzero(outer):
+            if young > border * np.count_nonzero(outer):
                 continue
         inner = region - cv2.erode(region, ring, borderValue=1)
         band = (inner | outer).view(bool)

@@ -1,0 +1,161 @@
+"""Two still states at one pixel: which is the background.
+
+The reference image of :mod:`bpvideo.background.reference` is each pixel's median over
+its stillest frames. Where a pixel holds two still states, each for long enough, those
+frames cannot tell them apart: the empty scene before someone arrives and the person who
+then sits there for the rest of the window are both still, and the person, seated for
+most of the frames, is what the stillest frames show; a person who stood from the first
+frame and then walked away is the same the other way round.
+
+The two states are told apart by their outline, as :mod:`bpvideo.masks.ghosts` tells a
+ghost from an object that stays (Sakbot's idea): where the two images differ, across the
+outline of that region the image holding the object steps (the object against the scene
+behind it), while the empty scene runs on smoothly across it. A region where the
+reference steps and the other state runs on takes the other state (:func:`second_state`).
+
+A state that came second and has lasted ``absorb`` frames by the end of the window is
+left as it is: across windows such a change becomes background after ``--absorb``
+seconds (:func:`bpvideo.background.reference.observe_background`), and so it does within
+one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bpvideo.background import tuning
+from bpvideo.background.light import fit_light
+from bpvideo.masks.ghosts import ghosts
+from bpvideo.solvers.backends import get_backend
+
+__all__ = ["second_state"]
+
+#: Rows (about) the light of each frame is fitted on.
+_FIT_ROWS = 1024
+
+
+def _other_still(
+    data: np.ndarray, own: np.ndarray, score: np.ndarray, still: np.ndarray, noise: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's frames of a second still state: unlike ``own``, as still as the quiet
+    part of the view, and alike one another (within :data:`tuning.CONSISTENT_K` noise
+    levels of their median).
+
+    Returns
+    -------
+    value : (m,) float32 ndarray
+        Their median at the reference's light (NaN where there are too few,
+        :data:`tuning.STATES_SUPPORT`).
+    entries : (m, n) bool ndarray
+    busy : (m,) bool ndarray
+        Rows unlike ``own`` in more than :data:`tuning.STATES_BUSY` of the frames.
+    """
+    m, n = data.shape
+    # each frame brought to the reference's light (a lamp, the camera's exposure change
+    # every pixel: no second state); a global gain and offset per frame, fitted on a
+    # sample of the rows
+    sample = slice(None, None, max(1, m // _FIT_ROWS))
+    gain, offset = fit_light(data[sample], own[sample], still=still[sample], noise=noise)[:2]
+    dev = np.asarray(data, np.float32) - offset
+    dev /= np.maximum(gain, 1e-3)
+    dev -= own[:, None]
+    np.abs(dev, out=dev)
+    busy = (dev > tuning.CONSISTENT_K * noise).mean(axis=1) > tuning.STATES_BUSY
+    quiet = np.max(np.where(still, score, -np.inf), axis=1)
+    finite = quiet[np.isfinite(quiet)]
+    typical = float(np.quantile(finite, tuning.QUIET)) if finite.size else 0.0
+    other = score <= tuning.STATES_MOTION_K * max(typical, 1e-3)
+    other &= dev > tuning.STATES_K * max(noise, 1.0)
+    fewest = max(tuning.MIN_STILL, int(np.ceil(tuning.STATES_SUPPORT * n)))
+    rows = np.flatnonzero(np.count_nonzero(other, axis=1) >= fewest)
+    value = np.full(m, np.nan, dtype=np.float32)
+    entries = np.zeros((m, n), dtype=bool)
+    if not rows.size:
+        return value, entries, busy
+    values = (np.asarray(data[rows], np.float32) - offset) / np.maximum(gain, 1e-3)
+    median = get_backend("auto", values.size).row_median
+    first = median(values, np.ascontiguousarray(other[rows]))
+    near = other[rows] & (np.abs(values - first[:, None]) < tuning.CONSISTENT_K * max(noise, 1.0))
+    enough = np.count_nonzero(near, axis=1) >= fewest
+    rows, near, values = rows[enough], near[enough], values[enough]
+    if rows.size:
+        value[rows] = median(np.ascontiguousarray(values), np.ascontiguousarray(near))
+        entries[rows] = near
+    return value, entries, busy
+
+
+def second_state(
+    data: np.ndarray,
+    frame_shape: tuple[int, int],
+    own: np.ndarray,
+    score: np.ndarray,
+    still: np.ndarray,
+    noise: float,
+    absorb_frames: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """References replaced by a pixel's second still state where the outline says that
+    the reference holds an object (see the module docstring).
+
+    Parameters
+    ----------
+    data : (m, n) ndarray
+        Frames as columns (pixels with their channels side by side), solve scale.
+    frame_shape : (h, w)
+    own : (m,) ndarray
+        The reference image from the still frames.
+    score : (m, n) ndarray
+        The motion score of the entries (:func:`~bpvideo.background.reference.motion_score`).
+    still : (m, n) bool ndarray
+        The still entries ``own`` is the median of.
+    noise : float
+        Noise level of the frames about ``own`` (grey levels).
+    absorb_frames : int, optional
+        Frames after which a state that came second is background (None: never).
+
+    Returns
+    -------
+    reference : (m,) float32 ndarray
+    still : (m, n) bool ndarray
+        ``still``, with the second state's entries on the replaced rows.
+    replaced : (m,) bool ndarray
+
+    Notes
+    -----
+    Does nothing unless :data:`tuning.STATES`. The second state's entries are settled
+    ones, never where ``score`` is infinite (outside a user's observation mask).
+    """
+    h, w = frame_shape
+    m = data.shape[0]
+    channels = m // (h * w)
+    out = np.asarray(own, dtype=np.float32).copy()
+    replaced = np.zeros(m, dtype=bool)
+    if not tuning.STATES:
+        return out, still, replaced
+    value, entries, busy = _other_still(data, out, score, still, noise)
+    has = np.isfinite(value).reshape(h, w, channels).all(axis=2)
+    if not has.any():
+        return out, still, replaced
+    first = out.reshape(h, w, channels).mean(axis=2)
+    second = np.where(np.isfinite(value), value, out).reshape(h, w, channels).mean(axis=2)
+    busy = busy.reshape(h, w, channels).any(axis=2)
+    taken = ghosts(second, first, has, busy, border=tuning.STATES_BORDER)
+    if absorb_frames is not None and taken.any():
+        taken &= ~_absorbed(entries, still, absorb_frames).reshape(h, w, channels).any(axis=2)
+    if not taken.any():
+        return out, still, replaced
+    rows = np.repeat(taken.ravel(), channels) & np.isfinite(value)
+    out[rows] = value[rows]
+    still = still.copy()
+    still[rows] = entries[rows]
+    replaced[rows] = True
+    return out, still, replaced
+
+
+def _absorbed(entries: np.ndarray, still: np.ndarray, absorb_frames: int) -> np.ndarray:
+    """Rows whose reference state came after the second state and has lasted
+    ``absorb_frames`` frames by the end of the window: (m,) bool."""
+    n = entries.shape[1]
+    index = np.arange(n)
+    last_other = np.max(np.where(entries, index, -1), axis=1)
+    first_own = np.min(np.where(still & ~entries, index, n), axis=1)
+    return (first_own > last_other) & (n - 1 - last_other >= absorb_frames)
