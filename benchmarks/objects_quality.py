@@ -55,7 +55,7 @@ HIGHWAY_LINE = "0,140 320,140"
 MODES = ("activity", "objects")
 #: ``--sweep``: the tracker's constants varied (module constants of
 #: bpvideo/events/objects.py), every combination.
-SWEEP = {"LOST_FRAMES": (3, 5, 8), "MATCH_IOU": (0.2, 0.3), "MERGED": (0.0, 0.5)}
+SWEEP = {"LOST_FRAMES": (3, 5, 8, 12), "MATCH_IOU": (0.2, 0.3), "MERGED": (0.0, 0.5)}
 
 
 def _frames(root: Path) -> tuple[int, int]:

@@ -33,10 +33,12 @@ def _objects(masks: np.ndarray) -> int:
     return tracker.objects
 
 
-def test_two_bodies_that_touch_for_a_while_are_two_objects():
-    # Each square is seen 7 frames alone before and after: neither stretch alone is an
-    # object (10 frames), but the one that disappears into the joined blob lives on there.
-    assert _objects(_pair(7, 8, 7)) == 2
+@pytest.mark.parametrize(("before", "joined", "after"), [(7, 8, 7), (5, 10, 5), (6, 8, 12)])
+def test_two_bodies_that_touch_for_a_while_are_two_objects(before, joined, after):
+    # (7, 8, 7), (5, 10, 5): neither square is seen 10 frames apart from the other, but
+    # the one that disappears into the joined blob lives on in it (one object on the code
+    # before: 1); (6, 8, 12): the one that comes out again is the same object, not a third.
+    assert _objects(_pair(before, joined, after)) == 2
 
 
 def test_one_body_is_one_object():

@@ -56,14 +56,14 @@ MIN_TRAVEL = 0.05
 #: beyond: a blob that stays put for hours costs no more).
 MAX_PENDING = 2000
 #: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate).
-LOST_FRAMES = 5
+LOST_FRAMES = 8
 #: A track not matched whose box (moved on) has this share inside a blob held by another
 #: track lives on, hidden in the joined blob (0: off).
 MERGED = 0.5
 #: ... and the joined blob's box is at most this many times the track's.
 MERGED_SIZE = 3.0
 #: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold).
-MATCH_IOU = 0.2
+MATCH_IOU = 0.3
 #: The columns of ``objects.csv``.
 OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
                   "duration", "x", "y", "w", "h", "area", "speed", "regions",
