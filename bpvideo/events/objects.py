@@ -8,8 +8,12 @@ no more than a minute of them. A track that lasts at least ``min_frames`` frames
 whose centre gets :data:`MIN_TRAVEL` of the frame's diagonal from where it started is an
 *object*: its rows (frame, time, box) are handed out as they come (those of its first
 frames once it is confirmed), its summary (:class:`TrackedObject`) once it has been lost
-for longer than the tracker waits. Counting lines (:class:`CountLine`) count the objects'
-crossings per direction, per hour.
+for longer than the tracker waits. Two bodies whose blobs join (cars touching in a queue,
+or through a shadow) are one detection: ByteTrack keeps one track on it and loses the
+other; that one lives on while its box, moved on as it was moving, lies in the joined
+blob (:data:`MERGED`), and when a body comes out of the blob again ByteTrack's new track
+is re-linked to it. Counting lines (:class:`CountLine`) count the objects' crossings per
+direction, per hour.
 """
 
 from __future__ import annotations
@@ -55,14 +59,17 @@ MIN_TRAVEL = 0.05
 #: Rows of ``tracks.csv`` a track holds until it is an object (the oldest are dropped
 #: beyond: a blob that stays put for hours costs no more).
 MAX_PENDING = 2000
-#: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate).
+#: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate;
+#: chosen on the dev sequences, docs/events.md).
 LOST_FRAMES = 8
-#: A track not matched whose box (moved on) has this share inside a blob held by another
-#: track lives on, hidden in the joined blob (0: off).
+#: A track not matched whose box (moved on as it was moving) has this share inside the box
+#: of a blob another track holds lives on, hidden in the joined blob, for at most
+#: :data:`LOST_FRAMES` (0: off; docs/events.md).
 MERGED = 0.5
 #: ... and the joined blob's box is at most this many times the track's.
 MERGED_SIZE = 3.0
-#: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold).
+#: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold);
+#: also where a track coming out of a joined blob is re-linked (docs/events.md).
 MATCH_IOU = 0.3
 #: The columns of ``objects.csv``.
 OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
