@@ -43,6 +43,7 @@ from _sequences import DATA, discover, per_frame_truth
 from events_quality import run as run_separate
 from events_quality import truth_activity
 
+from bpvideo.events import objects as objects_module
 from bpvideo.events.objects import MIN_OBJECT_SECONDS, CountLine, ObjectTracker, object_events
 
 log = logging.getLogger("objects_quality")
@@ -52,6 +53,9 @@ MIN_TRUTH_FRAMES = 10
 HIGHWAY_LINE = "0,140 320,140"
 #: The event modes compared (ties go to the first: the default as it was).
 MODES = ("activity", "objects")
+#: ``--sweep``: the tracker's constants varied (module constants of
+#: bpvideo/events/objects.py), every combination.
+SWEEP = {"LOST_FRAMES": (3, 5, 8, 12), "MATCH_IOU": (0.2, 0.3), "MERGED": (0.0, 0.5)}
 
 
 def _frames(root: Path) -> tuple[int, int]:
@@ -88,8 +92,10 @@ def _link(labels: np.ndarray, previous: np.ndarray | None, prev_ids: np.ndarray,
     return ids, next_id
 
 
-def truth_tracks(root: Path) -> dict[int, list[tuple[float, float]]]:
-    """Ground-truth track id -> box centres, one per frame (temporalROI frames only)."""
+def truth_tracks(root: Path, band: bool = False) -> dict[int, list[tuple[float, float]]]:
+    """Ground-truth track id -> box centres, one per frame (temporalROI frames only).
+    ``band``: components of ``gt == 255`` joined through the 170 ("unknown") band that
+    CDnet draws along outlines (a diagnostic: docs/events.md)."""
     lo, hi = _frames(root)
     roi = _roi(root)
     tracks: dict[int, list[tuple[float, float]]] = {}
@@ -97,12 +103,16 @@ def truth_tracks(root: Path) -> dict[int, list[tuple[float, float]]]:
     for f in sorted((root / "groundtruth").glob("gt*.png")):
         if not lo <= int(f.stem[2:]) <= hi:
             continue
-        gt = cv2.imread(str(f), cv2.IMREAD_GRAYSCALE) == 255
+        grey = cv2.imread(str(f), cv2.IMREAD_GRAYSCALE)
+        gt = grey == 255
         if roi is not None:
             gt &= roi
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(gt.view(np.uint8), connectivity=8)
+        joined = gt | (grey == 170) if band else gt
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(joined.view(np.uint8), 8)
+        labels[~gt] = 0  # the band joins; only foreground is linked and counted
+        present = np.bincount(labels.ravel(), minlength=n) > 0
         ids, next_id = _link(labels, previous, prev_ids, n, next_id)
-        for c in range(1, n):
+        for c in np.flatnonzero(present[1:]) + 1:
             x, y, w, h = stats[c, :4]
             tracks.setdefault(int(ids[c]), []).append((x + w / 2.0, y + h / 2.0))
         previous, prev_ids = labels, ids
@@ -137,6 +147,44 @@ def objects_of(run: Path, root: Path, lines: list[CountLine]) -> ObjectTracker:
     return tracker
 
 
+def _errors(counts: dict[str, int], truth: dict[str, int], names: list[str]) -> list[float]:
+    """Relative count errors of ``names``, largest first (compared in this order)."""
+    return sorted((abs(counts[n] - truth[n]) / max(1, truth[n]) for n in names), reverse=True)
+
+
+def sweep(names: list[str], cache: Path) -> None:
+    """Every combination of :data:`SWEEP`: objects per sequence; leave one sequence out
+    (the combination whose errors on the others, largest first, are smallest, scored on
+    the one left out). Markdown on stdout."""
+    truth = {n: len(truth_tracks(DATA / n)) for n in names}
+    defaults = {k: getattr(objects_module, k) for k in SWEEP}
+    counts: dict[tuple, dict[str, int]] = {}
+    try:
+        for values in itertools.product(*SWEEP.values()):
+            for key, value in zip(SWEEP, values, strict=True):
+                setattr(objects_module, key, value)
+            counts[values] = {n: objects_of(cache / n, DATA / n, []).objects for n in names}
+            log.info("%s %s", values, counts[values])
+    finally:
+        for key, value in defaults.items():
+            setattr(objects_module, key, value)
+    short = [n.split("_", 1)[1][:8] for n in names]
+    print(f"\n| {', '.join(SWEEP)} | " + " | ".join(short) + " | worst |")
+    print("|---" * (len(names) + 2) + "|")
+    print(f"| ground truth | {' | '.join(str(truth[n]) for n in names)} | |")
+    for values, row in counts.items():
+        worst = _errors(row, truth, names)[0]
+        print(f"| {', '.join(map(str, values))} | {' | '.join(str(row[n]) for n in names)} | "
+              f"{100 * worst:.0f} % |")  # fmt: skip
+    print("\n| left out | chosen on the others | its objects | its error |\n|---|---|---|---|")
+    for name in names:
+        others = [n for n in names if n != name]
+        pick = min(counts, key=lambda v: _errors(counts[v], truth, others))
+        error = (counts[pick][name] - truth[name]) / max(1, truth[name])
+        print(f"| {name} | {', '.join(map(str, pick))} | {counts[pick][name]} | "
+              f"{100 * error:+.0f} % |")  # fmt: skip
+
+
 def f1_of_events(events, numbers: np.ndarray, truth: np.ndarray) -> float:
     """Frame-level F1 of the frames inside ``events`` (start_frame..end_frame)."""
     pred = np.zeros(len(numbers), dtype=bool)
@@ -155,14 +203,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bpvideo-events-quality"))
     parser.add_argument("--line", default=HIGHWAY_LINE, help="the counting line on cdnet_highway")
+    parser.add_argument("--sweep", action="store_true", help="also vary the tracker (SWEEP)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     names = [n for n in discover() if per_frame_truth(n)]
     if not names:
         raise SystemExit(f"no sequences with per-frame ground truth in {DATA}")
     line = CountLine(args.line, *(tuple(map(float, p.split(","))) for p in args.line.split()))
-    print("| sequence | ground-truth tracks | objects | error | F1 activity | F1 objects |")
-    print("|---|---|---|---|---|---|")
+    print("| sequence | ground-truth tracks | objects | error | F1 activity | F1 objects | "
+          "tracks, 170 band joining |\n|---|---|---|---|---|---|---|")  # fmt: skip
     scores, crossing = {}, None
     for name in names:
         root = DATA / name
@@ -177,7 +226,8 @@ def main() -> None:
                         "idle": not truth.all()}  # fmt: skip
         error = (tracker.objects - len(tracks)) / max(1, len(tracks))
         print(f"| {name} | {len(tracks)} | {tracker.objects} | {100 * error:+.0f} % | "
-              f"{scores[name]['activity']:.3f} | {scores[name]['objects']:.3f} |")  # fmt: skip
+              f"{scores[name]['activity']:.3f} | {scores[name]['objects']:.3f} | "
+              f"{len(truth_tracks(root, band=True))} |")  # fmt: skip
         if name == "cdnet_highway":
             crossing = (truth_crossings(tracks, line), tracker.counts.total[line.name])
     if crossing is not None:
@@ -193,6 +243,8 @@ def main() -> None:
             print(f"| {name} | {pick} | {scores[name][pick]:.3f} |")
         worst = {m: min(scores[n][m] for n in pool) for m in MODES}
         print(f"\nWorst F1 over {label}: " + ", ".join(f"{m} {v:.3f}" for m, v in worst.items()))
+    if args.sweep:
+        sweep(names, args.cache)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,12 @@ no more than a minute of them. A track that lasts at least ``min_frames`` frames
 whose centre gets :data:`MIN_TRAVEL` of the frame's diagonal from where it started is an
 *object*: its rows (frame, time, box) are handed out as they come (those of its first
 frames once it is confirmed), its summary (:class:`TrackedObject`) once it has been lost
-for longer than the tracker waits. Counting lines (:class:`CountLine`) count the objects'
-crossings per direction, per hour.
+for longer than the tracker waits. Two bodies whose blobs join (cars touching in a queue,
+or through a shadow) are one detection: ByteTrack keeps one track on it and loses the
+other; that one lives on while its box, moved on as it was moving, lies in the joined
+blob (:data:`MERGED`), and when a body comes out of the blob again ByteTrack's new track
+is re-linked to it. Counting lines (:class:`CountLine`) count the objects' crossings per
+direction, per hour.
 """
 
 from __future__ import annotations
@@ -55,10 +59,18 @@ MIN_TRAVEL = 0.05
 #: Rows of ``tracks.csv`` a track holds until it is an object (the oldest are dropped
 #: beyond: a blob that stays put for hours costs no more).
 MAX_PENDING = 2000
-#: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate).
-LOST_FRAMES = 5
-#: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold).
-MATCH_IOU = 0.2
+#: Frames a lost track waits for its object to come back, at 25 fps (scaled to the rate;
+#: chosen on the dev sequences, docs/events.md).
+LOST_FRAMES = 8
+#: A track not matched whose box (moved on as it was moving) has this share inside the box
+#: of a blob another track holds lives on, hidden in the joined blob, for at most
+#: :data:`LOST_FRAMES` (0: off; docs/events.md).
+MERGED = 0.5
+#: ... and the joined blob's box is at most this many times the track's.
+MERGED_SIZE = 3.0
+#: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold);
+#: also where a track coming out of a joined blob is re-linked (docs/events.md).
+MATCH_IOU = 0.3
 #: The columns of ``objects.csv``.
 OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
                   "duration", "x", "y", "w", "h", "area", "speed", "regions",
@@ -229,6 +241,10 @@ class _Track:
     rows: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_PENDING))
     crossings: list[tuple[str, str, float]] = field(default_factory=list)  # until confirmed
     centre: tuple[float, float] | None = None
+    box: np.ndarray | None = None  # its last box (x0, y0, x1, y1)
+    step: np.ndarray = field(default_factory=lambda: np.zeros(4))  # its box's last move
+    seen_row: int = -1  # the row it was last matched on
+    present: int = 0  # frames it was seen on or hidden in a joined blob
     origin: tuple[float, float] = (0.0, 0.0)
     travel: float = 0.0  # the farthest its centre got from its origin
     confirmed: bool = False
@@ -318,16 +334,20 @@ class ObjectTracker:
         self.end = at.end
         rows: list[dict[str, Any]] = []
         matched = set()
+        keys = set(int(k) for k in tracked.tracker_id) if len(tracked) else set()
         if len(tracked):
             matched = set(tracked.data["index"].tolist())
             for key, box, area in zip(tracked.tracker_id, tracked.xyxy, tracked.data["area"],
                                       strict=True):  # fmt: skip
                 track = self.open.get(int(key))
-                if track is None:
-                    track = self.open[int(key)] = self._new_track(box)
+                if track is None:  # a body out of a joined blob, or a new one
+                    track = self._relink(at, box, keys) or self._new_track(box)
+                    self.open[int(key)] = track
                 rows += self._observe(track, at, box, int(area))
         unmatched = [i for i in range(len(boxes)) if i not in matched]
         self._previous = (at, boxes[unmatched], areas[unmatched])
+        if MERGED > 0 and len(tracked):
+            rows += self._hidden(at, tracked.xyxy, keys)
         return rows
 
     def _new_track(self, box: np.ndarray) -> _Track:
@@ -360,6 +380,11 @@ class ObjectTracker:
                 if way is not None:
                     track.crossings.append((line.name, way, at.time))
         track.centre = centre
+        new = np.array([x0, y0, x1, y1], dtype=float)
+        if track.box is not None and at.row > track.seen_row:
+            track.step = (new - track.box) / (at.row - track.seen_row)
+        track.box, track.seen_row = new, at.row
+        track.present += 1
         obj.last, obj.last_frame, obj.last_end = at.row, at.number, at.end
         obj.seen += 1
         if area > obj.area:
@@ -371,18 +396,63 @@ class ObjectTracker:
         obj.regions.update(i + 1 for i, r in enumerate(self.regions) if r[cy, cx])
         track.rows.append({"frame": at.number, "time": timecode(at.time), "x": x0, "y": y0,
                            "w": x1 - x0, "h": y1 - y0})  # fmt: skip
-        if not track.confirmed and obj.seen >= self.min_frames and track.travel >= self.travel:
-            track.confirmed = True
-            self.objects += 1
-            obj.object = self.objects
-        if not track.confirmed:
-            return []
+        return self._flush(track) if self._confirm(track) else []
+
+    def _flush(self, track: _Track) -> list[dict[str, Any]]:
+        """An object's rows of ``tracks.csv`` and crossings held until now."""
+        obj = track.obj
         for name, way, when in track.crossings:
             self.counts.add(name, way, when)
         track.crossings.clear()
         rows = [{"object": obj.object, **r} for r in track.rows]
         track.rows.clear()
         return rows
+
+    def _relink(self, at: _At, box: np.ndarray, keys: set[int]) -> _Track | None:
+        """The open track, not matched on this frame, that a track ByteTrack starts is the
+        same body coming out of a joined blob: where that track's box, moved on as it was
+        moving, overlaps ``box`` by :data:`MATCH_IOU` (None when none does, or off)."""
+        if MERGED <= 0:
+            return None
+        best, found = self.match_iou, None
+        for key, track in list(self.open.items()):
+            if key in keys or track.box is None or track.seen_row >= at.row:
+                continue
+            moved = track.box + track.step * (at.row - track.seen_row)
+            overlap = float(_iou(moved, box[None])[0])
+            if overlap >= best:
+                best, found = overlap, key
+        return None if found is None else self.open.pop(found)
+
+    def _hidden(self, at: _At, held: np.ndarray, keys: set[int]) -> list[dict[str, Any]]:
+        """Tracks not matched on this frame whose box, moved on as it was moving, lies
+        in a blob another track holds (two bodies joined into one blob) live on: the rows
+        of ``tracks.csv`` of those that become objects so."""
+        rows: list[dict[str, Any]] = []
+        for key, track in self.open.items():
+            if key in keys or track.box is None or at.row - track.seen_row > self.lost:
+                continue
+            box = track.box + track.step * (at.row - track.seen_row)
+            area = max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
+            w = np.clip(np.minimum(box[2], held[:, 2]) - np.maximum(box[0], held[:, 0]), 0, None)
+            h = np.clip(np.minimum(box[3], held[:, 3]) - np.maximum(box[1], held[:, 1]), 0, None)
+            size = (held[:, 2] - held[:, 0]) * (held[:, 3] - held[:, 1])
+            inside = (w * h / area >= MERGED) & (size <= MERGED_SIZE * area)
+            if inside.any():
+                track.obj.last, track.obj.last_frame, track.obj.last_end = at.row, at.number, at.end
+                track.present += 1
+                rows += self._flush(track) if self._confirm(track) else []
+        return rows
+
+    def _confirm(self, track: _Track) -> bool:
+        """Whether the track is an object (made one when it has lasted long enough and
+        got far enough)."""
+        obj = track.obj
+        if not track.confirmed and track.present >= self.min_frames and track.travel >= self.travel:
+            track.confirmed = True
+            self.objects += 1
+            obj.object = self.objects
+        return track.confirmed
 
     def _lost(self) -> list[TrackedObject]:
         """Close the tracks not seen for longer than the tracker waits."""

@@ -1,0 +1,53 @@
+"""The object tracker on masks with known answers (bpvideo/events/objects.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("supervision")
+
+from bpvideo.events.objects import ObjectTracker
+
+H, W = 120, 160
+
+
+def _pair(before: int, joined: int, after: int) -> np.ndarray:
+    """(n, H, W) bool: two 12x12 squares driving right side by side, 2 px a frame; for
+    ``joined`` frames in the middle the gap between them closes (one blob), then opens."""
+    n = before + joined + after
+    masks = np.zeros((n, H, W), dtype=bool)
+    for i in range(n):
+        x = 10 + 2 * i
+        gap = 0 if before <= i < before + joined else 6
+        masks[i, 40:52, x : x + 12] = True
+        masks[i, 52 + gap : 64 + gap, x : x + 12] = True
+    return masks
+
+
+def _objects(masks: np.ndarray) -> int:
+    tracker = ObjectTracker(25.0, (H, W), 10)
+    numbers = np.arange(1, len(masks) + 1)
+    tracker.add(numbers, (numbers - 1) / 25.0, masks)
+    tracker.finish()
+    return tracker.objects
+
+
+@pytest.mark.parametrize(("before", "joined", "after"), [(7, 8, 7), (5, 10, 5), (6, 8, 12)])
+def test_two_bodies_that_touch_for_a_while_are_two_objects(before, joined, after):
+    # (7, 8, 7), (5, 10, 5): neither square is seen 10 frames apart from the other, but
+    # the one that disappears into the joined blob lives on in it (one object on the code
+    # before: 1); (6, 8, 12): the one that comes out again is the same object, not a third.
+    assert _objects(_pair(before, joined, after)) == 2
+
+
+def test_one_body_is_one_object():
+    masks = _pair(30, 0, 0)
+    masks[:, 52:, :] = False  # the lower square away
+    assert _objects(masks) == 1
+
+
+def test_a_body_seen_fewer_than_ten_frames_is_not_an_object():
+    masks = _pair(9, 0, 0)
+    masks[:, 52:, :] = False
+    assert _objects(masks) == 0
