@@ -205,7 +205,6 @@ FAILING_TODAY = {
     "sitter": "a person seated for 80 % of the clip becomes background (F 0.20)",
     "snow": "snow specks hide a car that drives in and stops: recall 0.50 (F 0.66)",
     "fog": "objects a few grey levels from the road are under every threshold (F 0.00)",
-    "shadows": "hard shadows on texture called foreground: precision 0.61 (F 0.75)",
 }
 
 

@@ -25,7 +25,12 @@ above the threshold is taken for a shadow, and left out of the mask, when
    whatever its contrast, and a thin shadow, whose every patch straddles its edge, keeps
    that factor on its own pixels where the patch's correlation is the edge's. An object
    reproduces a textured background scaled only by chance; over a flat background the
-   ratio says nothing and this test stays out.
+   ratio says nothing and this test stays out;
+6. optionally (:data:`DEEP` > 0, off by default), or it passes tests 1-2 further than
+   :data:`DEEP` pixels from every pixel of ``where`` that fails them: an object shows
+   pixels of other brightness or colour (lights, windows, edges) all over, a shadow's
+   core none. It removes the long soft shadows of ``sbi_HighwayI`` but also the inside of
+   uniformly dark objects (docs/method.md).
 
 The bounds were chosen by leave-one-sequence-out on the dev sequences
 (docs/quality.md); without the texture test shadow removal cost cdnet_highway 0.03.
@@ -41,6 +46,7 @@ from bpvideo.masks.morphology import disk
 __all__ = [
     "CHROMA",
     "DARKEST",
+    "DEEP",
     "FLAT",
     "LIGHTEST",
     "PATCH",
@@ -80,6 +86,9 @@ RATIO_SUPPORT = 8
 #: Smallest standard deviation (grey levels) of the background under them: over a flatter
 #: background a steady ratio is no evidence.
 RATIO_TEXTURE = 3.0
+#: A pixel of the brightness and colour tests further than this from every foreground
+#: pixel that fails them is a shadow (0, the default: no such test; test 6 of the module).
+DEEP = 0
 #: Side of the tiles the texture test filters whole (those dense with candidates).
 _TILE = 64
 #: What filtering one tile costs, in pixels tested on their own patches instead (one
@@ -151,12 +160,26 @@ def shadow_pixels(
         candidate.reshape(-1)[index[same]] = True
         if REACH:
             _reach_edges(candidate, colour_like)
+        if DEEP:
+            _deep_cores(candidate, colour_like, where)
     return candidate[0] if single else candidate
 
 
-def _ratio_steady(
-    a: np.ndarray, b: np.ndarray, like: np.ndarray, index: np.ndarray
-) -> np.ndarray:
+def _deep_cores(shadow: np.ndarray, colour_like: np.ndarray, where: np.ndarray | None) -> None:
+    """Add to ``shadow`` (k, H, W) the pixels of ``colour_like`` further than :data:`DEEP`
+    pixels from every pixel of ``where`` that is not ``colour_like`` (in place)."""
+    near = disk(DEEP)
+    for j in range(len(shadow)):
+        if not colour_like[j].any():
+            continue
+        other = (
+            ~colour_like[j] if where is None else where.reshape(shadow.shape)[j] & ~colour_like[j]
+        )
+        reached = cv2.dilate(other.view(np.uint8), near).view(bool)
+        shadow[j] |= colour_like[j] & ~reached
+
+
+def _ratio_steady(a: np.ndarray, b: np.ndarray, like: np.ndarray, index: np.ndarray) -> np.ndarray:
     """Whether ``a / b`` ((k, H, W) C-contiguous) is steady over the pixels of ``like``
     (bool, the same shape: those of the brightness and colour tests) in the
     :data:`PATCH` x :data:`PATCH` patch of each flat index of ``index`` (N,), over a
