@@ -139,6 +139,34 @@ def test_a_thin_hard_shadow_on_fine_texture_goes_and_a_dark_object_stays(monkeyp
     assert np.count_nonzero(found & dark) - np.count_nonzero(without & dark) < 0.01 * dark.sum()
 
 
+def test_deep_cores_take_what_lies_far_from_other_foreground(monkeypatch) -> None:
+    # a dark patch of the floor's colour that neither keeps the floor's texture nor its
+    # ratio, beside a bright part of the same blob: with DEEP its pixels further than
+    # DEEP from the bright part are taken for a shadow's core, the others stay
+    from bpvideo.masks import shadows
+
+    rng = np.random.default_rng(6)
+    h, w = 50, 70
+    colour = np.array([150.0, 170.0, 185.0])
+    floor = colour + rng.uniform(-30, 30, (h, w, 1))
+    frame = floor.copy()
+    frame[10:40, 10:60] = colour * 0.5  # flat: neither the floor's texture nor its ratio
+    frame[10:40, 10:15] = 250.0  # the bright part of the blob
+    frame = np.clip(frame + rng.normal(0.0, 1.0, frame.shape), 0, 255).astype(np.uint8)
+    grey = frame.astype(np.float32).mean(axis=2)
+    background = floor.mean(axis=2).astype(np.float32)
+    shade = shadows.chromaticity(floor).astype(np.float32)
+    where = np.zeros((h, w), dtype=bool)
+    where[10:40, 10:60] = True
+    monkeypatch.setattr(shadows, "REACH", 0)
+    without = shadows.shadow_pixels(grey, background, frame, shade, where)
+    monkeypatch.setattr(shadows, "DEEP", 4)
+    found = shadows.shadow_pixels(grey, background, frame, shade, where)
+    # (a few 5x5 patches of noise correlate with the floor by chance)
+    assert without[10:40, 20:60].mean() < 0.05 and found[10:40, 20:60].mean() > 0.9
+    assert found[10:40, 15:19].mean() < 0.05 and not found[:, :15].any()
+
+
 @pytest.mark.parametrize("radii", [(1, 3), (0, 2), (2, 0), (0, 0)])
 def test_clean_mask_equals_the_whole_frame_clean_up(radii) -> None:
     # clean_mask works on the box around the foreground: the same answer as opening,
