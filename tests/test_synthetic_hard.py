@@ -204,7 +204,6 @@ FAILING_TODAY = {
     "near_lens_print": "foliage near the lens over print taken for background (F 0.66)",
     "snow": "snow specks hide a car that drives in and stops: recall 0.50 (F 0.66)",
     "fog": "objects a few grey levels from the road are under every threshold (F 0.00)",
-    "shadows": "hard shadows on texture called foreground: precision 0.61 (F 0.75)",
 }
 
 

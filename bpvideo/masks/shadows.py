@@ -16,7 +16,21 @@ above the threshold is taken for a shadow, and left out of the mask, when
 4. or it passes the first two tests within :data:`REACH` pixels of a solid shadow (what
    tests 1-3 found, opened by a disk of radius :data:`SOLID`): a shadow's soft edge steps
    in the frame and not in the background, which the texture test takes for an object's
-   edge, while the specks of a grey car that pass all three tests are no solid shadow.
+   edge, while the specks of a grey car that pass all three tests are no solid shadow;
+5. or, failing the texture test, the ratio ``A / L`` is steady over the pixels of its
+   :data:`PATCH` x :data:`PATCH` neighbourhood that pass tests 1-2 (at least
+   :data:`RATIO_SUPPORT` of them; spread, standard deviation over mean, below
+   :data:`RATIO_SPREAD`) while the background under them is textured (standard deviation
+   above :data:`RATIO_TEXTURE`): a shadow scales the background's texture by one factor
+   whatever its contrast, and a thin shadow, whose every patch straddles its edge, keeps
+   that factor on its own pixels where the patch's correlation is the edge's. An object
+   reproduces a textured background scaled only by chance; over a flat background the
+   ratio says nothing and this test stays out;
+6. optionally (:data:`DEEP` > 0, off by default), or it passes tests 1-2 further than
+   :data:`DEEP` pixels from every pixel of ``where`` that fails them: an object shows
+   pixels of other brightness or colour (lights, windows, edges) all over, a shadow's
+   core none. It removes the long soft shadows of ``sbi_HighwayI`` but also the inside of
+   uniformly dark objects (docs/method.md).
 
 The bounds were chosen by leave-one-sequence-out on the dev sequences
 (docs/quality.md); without the texture test shadow removal cost cdnet_highway 0.03.
@@ -32,9 +46,13 @@ from bpvideo.masks.morphology import disk
 __all__ = [
     "CHROMA",
     "DARKEST",
+    "DEEP",
     "FLAT",
     "LIGHTEST",
     "PATCH",
+    "RATIO_SPREAD",
+    "RATIO_SUPPORT",
+    "RATIO_TEXTURE",
     "REACH",
     "SOLID",
     "TEXTURE",
@@ -60,6 +78,17 @@ FLAT = 6.0
 #: to their soft edges (0: no reach).
 SOLID = 2
 REACH = 3
+#: Largest spread (standard deviation over mean) of ``A / L`` over a shadow's
+#: neighbours of the same brightness and colour tests (0: no ratio test).
+RATIO_SPREAD = 0.04
+#: Fewest such neighbours (of ``PATCH ** 2``) for the ratio test.
+RATIO_SUPPORT = 8
+#: Smallest standard deviation (grey levels) of the background under them: over a flatter
+#: background a steady ratio is no evidence.
+RATIO_TEXTURE = 3.0
+#: A pixel of the brightness and colour tests further than this from every foreground
+#: pixel that fails them is a shadow (0, the default: no such test; test 6 of the module).
+DEEP = 0
 #: Side of the tiles the texture test filters whole (those dense with candidates).
 _TILE = 64
 #: What filtering one tile costs, in pixels tested on their own patches instead (one
@@ -120,17 +149,61 @@ def shadow_pixels(
         index = index[np.abs(chroma - ref_chroma).sum(axis=1) < CHROMA]
     candidate = np.zeros(a.shape, dtype=bool)
     if index.size:
-        candidate.reshape(-1)[index[_texture_near(a, b, index)]] = True
+        colour_like = np.zeros(a.shape, dtype=bool)
+        colour_like.reshape(-1)[index] = True
+        same = _texture_near(a, b, index)
+        if RATIO_SPREAD > 0 and not same.all():
+            rest = np.flatnonzero(~same)
+            for lo in range(0, rest.size, _CHUNK):
+                part = rest[lo : lo + _CHUNK]
+                same[part] = _ratio_steady(a, b, colour_like, index[part])
+        candidate.reshape(-1)[index[same]] = True
         if REACH:
-            _reach_edges(candidate, index)
+            _reach_edges(candidate, colour_like)
+        if DEEP:
+            _deep_cores(candidate, colour_like, where)
     return candidate[0] if single else candidate
 
 
-def _reach_edges(shadow: np.ndarray, index: np.ndarray) -> None:
-    """Add to ``shadow`` (k, H, W) the pixels of the flat indices ``index`` (those of
-    the brightness and colour tests) within :data:`REACH` of its solid part (in place)."""
-    colour_like = np.zeros(shadow.shape, dtype=bool)
-    colour_like.reshape(-1)[index] = True
+def _deep_cores(shadow: np.ndarray, colour_like: np.ndarray, where: np.ndarray | None) -> None:
+    """Add to ``shadow`` (k, H, W) the pixels of ``colour_like`` further than :data:`DEEP`
+    pixels from every pixel of ``where`` that is not ``colour_like`` (in place)."""
+    near = disk(DEEP)
+    for j in range(len(shadow)):
+        if not colour_like[j].any():
+            continue
+        other = (
+            ~colour_like[j] if where is None else where.reshape(shadow.shape)[j] & ~colour_like[j]
+        )
+        reached = cv2.dilate(other.view(np.uint8), near).view(bool)
+        shadow[j] |= colour_like[j] & ~reached
+
+
+def _ratio_steady(a: np.ndarray, b: np.ndarray, like: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Whether ``a / b`` ((k, H, W) C-contiguous) is steady over the pixels of ``like``
+    (bool, the same shape: those of the brightness and colour tests) in the
+    :data:`PATCH` x :data:`PATCH` patch of each flat index of ``index`` (N,), over a
+    textured background (test 5 of the module). Returns (N,) bool."""
+    where = _patch_indices(a.shape, index)
+    w = like.reshape(-1).take(where)  # (PATCH**2, N)
+    pa = a.reshape(-1).take(where).astype(np.float32, copy=False)
+    pb = np.maximum(b.reshape(-1).take(where).astype(np.float32, copy=False), 0.0)
+    ratio = (pa + 1.0) / (pb + 1.0)
+    n = w.sum(axis=0)
+    k = np.maximum(n, 1).astype(np.float32)
+    ratio = np.where(w, ratio, 0.0)
+    mean_r = ratio.sum(axis=0) / k
+    var_r = (ratio * ratio).sum(axis=0) / k - mean_r * mean_r
+    pb = np.where(w, pb - pb[len(pb) // 2], 0.0)  # about the centre: shift-free sums
+    mean_b = pb.sum(axis=0) / k
+    var_b = (pb * pb).sum(axis=0) / k - mean_b * mean_b
+    steady = np.maximum(var_r, 0.0) < (RATIO_SPREAD * mean_r) ** 2
+    return steady & (var_b > RATIO_TEXTURE * RATIO_TEXTURE) & (n >= RATIO_SUPPORT)
+
+
+def _reach_edges(shadow: np.ndarray, colour_like: np.ndarray) -> None:
+    """Add to ``shadow`` (k, H, W) the pixels of ``colour_like`` (those of the brightness
+    and colour tests) within :data:`REACH` of its solid part (in place)."""
     solid = disk(SOLID)
     reach = disk(REACH)
     for j in range(len(shadow)):
@@ -207,19 +280,7 @@ def _texture_at(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
     """:func:`same_texture` of ``a`` and ``max(b, 0)`` ((H, W) or (k, H, W)) at the flat
     indices ``index`` (N,), from their own :data:`PATCH` x :data:`PATCH` patches (borders
     reflected as OpenCV's filters do). Returns (N,) bool."""
-    h, w = a.shape[-2:]
-    r = PATCH // 2
-    steps = np.arange(-r, r + 1)
-    # one row per place in the patch, one column per pixel: sums over the patch are then
-    # sums of contiguous rows
-    where = (steps[:, None] * w + steps).reshape(-1, 1) + index  # (PATCH**2, N)
-    frame_of, at = np.divmod(index, h * w)
-    rows, cols = np.divmod(at, w)
-    edge = np.flatnonzero((rows < r) | (rows >= h - r) | (cols < r) | (cols >= w - r))
-    if edge.size:
-        ys = _reflect(rows[edge, None] + steps, h) * w + (frame_of[edge] * (h * w))[:, None]
-        xs = _reflect(cols[edge, None] + steps, w)
-        where[:, edge] = (ys[:, :, None] + xs[:, None, :]).reshape(edge.size, -1).T
+    where = _patch_indices(a.shape, index)
     pa = np.ascontiguousarray(a).reshape(-1).take(where).astype(np.float32, copy=False)
     pb = np.ascontiguousarray(b).reshape(-1).take(where).astype(np.float32, copy=False)
     np.maximum(pb, 0.0, out=pb)
@@ -233,6 +294,26 @@ def _texture_at(a: np.ndarray, b: np.ndarray, index: np.ndarray) -> np.ndarray:
     var_b = (pb * pb).sum(axis=0) / n - mean_b * mean_b
     cov = (pa * pb).sum(axis=0) / n - mean_a * mean_b
     return _similar(var_a, var_b, cov, flat=True, flat_below=FLAT * FLAT)
+
+
+def _patch_indices(shape: tuple[int, ...], index: np.ndarray) -> np.ndarray:
+    """The flat indices (PATCH**2, N) of the :data:`PATCH` x :data:`PATCH` patch of each
+    flat index of ``index`` (N,) in an array of ``shape`` ((H, W) or (k, H, W)), borders
+    reflected as OpenCV's filters do."""
+    h, w = shape[-2:]
+    r = PATCH // 2
+    steps = np.arange(-r, r + 1)
+    # one row per place in the patch, one column per pixel: sums over the patch are then
+    # sums of contiguous rows
+    where = (steps[:, None] * w + steps).reshape(-1, 1) + index  # (PATCH**2, N)
+    frame_of, at = np.divmod(index, h * w)
+    rows, cols = np.divmod(at, w)
+    edge = np.flatnonzero((rows < r) | (rows >= h - r) | (cols < r) | (cols >= w - r))
+    if edge.size:
+        ys = _reflect(rows[edge, None] + steps, h) * w + (frame_of[edge] * (h * w))[:, None]
+        xs = _reflect(cols[edge, None] + steps, w)
+        where[:, edge] = (ys[:, :, None] + xs[:, None, :]).reshape(edge.size, -1).T
+    return where
 
 
 def _reflect(v: np.ndarray, n: int) -> np.ndarray:

@@ -40,12 +40,14 @@ def test_clean_mask_in_place_equals_a_new_mask() -> None:
     [((60, 80), (10, 30, 20, 50)), ((300, 400), (10, 30, 20, 50)), ((300, 400), (40, 290, 7, 333))],
 )
 def test_shadow_test_on_some_pixels_equals_the_whole_frame_test(size, box, monkeypatch):
-    # pixel by pixel (without the reach to soft edges, which looks at the pixels asked
-    # about only)
+    # pixel by pixel (without the reach to soft edges, the ratio test and the deep cores,
+    # which look at the pixels asked about only)
     from bpvideo.masks import shadows
     from bpvideo.masks.shadows import chromaticity, shadow_pixels
 
     monkeypatch.setattr(shadows, "REACH", 0)
+    monkeypatch.setattr(shadows, "RATIO_SPREAD", 0.0)
+    monkeypatch.setattr(shadows, "DEEP", 0)
     rng = np.random.default_rng(5)
     frame = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
     grey = frame.astype(np.float32).mean(axis=2)
@@ -93,12 +95,76 @@ def test_a_soft_shadow_on_a_smooth_road_goes_whole_and_a_grey_car_stays(monkeypa
     where = shadow | car
     found = shadows.shadow_pixels(grey, background, frame, shade, where)
     monkeypatch.setattr(shadows, "REACH", 0)
+    monkeypatch.setattr(shadows, "DEEP", 0)
     without = shadows.shadow_pixels(grey, background, frame, shade, where)
     edge = shadow & (inside < 1.0)
     assert found[shadow].mean() > 0.95 and found[edge].mean() > 0.7
     assert without[edge].mean() < 0.1
     assert found[car].mean() < 0.05
     assert np.count_nonzero(found & car) == np.count_nonzero(without & car)
+
+
+def test_a_thin_hard_shadow_on_fine_texture_goes_and_a_dark_object_stays(monkeypatch) -> None:
+    # a shadow three pixels wide on tiles of 3 pixels: every 5 x 5 patch straddles its
+    # edge, so the texture test fails on it; the ratio to the floor is the same on all
+    # of its pixels (0.45), where a dark object of the floor's colour varies with the
+    # floor's tiles under it
+    from bpvideo.masks import shadows
+
+    rng = np.random.default_rng(4)
+    h, w = 60, 90
+    colour = np.array([150.0, 170.0, 185.0])
+    tiles = np.kron(rng.uniform(-30, 30, (h // 3, w // 3)), np.ones((3, 3)))
+    floor = colour + tiles[..., None]
+    frame = floor.copy()
+    shadow = np.zeros((h, w), dtype=bool)
+    for y in range(10, 50):  # a sheared band, as a low sun casts it
+        shadow[y, 10 + y // 2 : 13 + y // 2] = True
+    frame[shadow] *= 0.45
+    dark = np.zeros((h, w), dtype=bool)
+    dark[10:50, 60:80] = True
+    frame[10:50, 60:80] = colour * rng.uniform(0.4, 0.5, (40, 20, 1))
+    frame = np.clip(frame + rng.normal(0.0, 2.0, frame.shape), 0, 255).astype(np.uint8)
+    grey = frame.astype(np.float32).mean(axis=2)
+    background = floor.mean(axis=2).astype(np.float32)
+    shade = shadows.chromaticity(floor).astype(np.float32)
+    where = shadow | dark
+    found = shadows.shadow_pixels(grey, background, frame, shade, where)
+    monkeypatch.setattr(shadows, "RATIO_SPREAD", 0.0)
+    without = shadows.shadow_pixels(grey, background, frame, shade, where)
+    assert found[shadow].mean() > 0.9 and without[shadow].mean() < 0.5
+    # the few pixels of the object that pass the older tests are specks; this one adds
+    # almost none
+    assert found[dark].mean() < 0.1
+    assert np.count_nonzero(found & dark) - np.count_nonzero(without & dark) < 0.01 * dark.sum()
+
+
+def test_deep_cores_take_what_lies_far_from_other_foreground(monkeypatch) -> None:
+    # a dark patch of the floor's colour that neither keeps the floor's texture nor its
+    # ratio, beside a bright part of the same blob: with DEEP its pixels further than
+    # DEEP from the bright part are taken for a shadow's core, the others stay
+    from bpvideo.masks import shadows
+
+    rng = np.random.default_rng(6)
+    h, w = 50, 70
+    colour = np.array([150.0, 170.0, 185.0])
+    floor = colour + rng.uniform(-30, 30, (h, w, 1))
+    frame = floor.copy()
+    frame[10:40, 10:60] = colour * 0.5  # flat: neither the floor's texture nor its ratio
+    frame[10:40, 10:15] = 250.0  # the bright part of the blob
+    frame = np.clip(frame + rng.normal(0.0, 1.0, frame.shape), 0, 255).astype(np.uint8)
+    grey = frame.astype(np.float32).mean(axis=2)
+    background = floor.mean(axis=2).astype(np.float32)
+    shade = shadows.chromaticity(floor).astype(np.float32)
+    where = np.zeros((h, w), dtype=bool)
+    where[10:40, 10:60] = True
+    monkeypatch.setattr(shadows, "REACH", 0)
+    without = shadows.shadow_pixels(grey, background, frame, shade, where)
+    monkeypatch.setattr(shadows, "DEEP", 4)
+    found = shadows.shadow_pixels(grey, background, frame, shade, where)
+    # (a few 5x5 patches of noise correlate with the floor by chance)
+    assert without[10:40, 20:60].mean() < 0.05 and found[10:40, 20:60].mean() > 0.9
+    assert found[10:40, 15:19].mean() < 0.05 and not found[:, :15].any()
 
 
 @pytest.mark.parametrize("radii", [(1, 3), (0, 2), (2, 0), (0, 0)])
