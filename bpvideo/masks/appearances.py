@@ -332,6 +332,7 @@ def draw_appearances(
     n_frames: int,
     radius: float,
     stride: int = 1,
+    bursts: np.ndarray | None = None,
 ) -> Appearances:
     """The :class:`Appearances` of a window: its sampled frames, less what is foreground
     in them.
@@ -361,12 +362,19 @@ def draw_appearances(
     stride : int
         The sampled frames are the grid of every ``stride``-th pixel of the window's
         (:attr:`Appearances.stride`).
+    bursts : (K, H, W) bool ndarray, optional
+        Samples that are part of a burst over a still scene
+        (:func:`~bpvideo.masks.bursts.burst_samples`): foreground, blinking or not.
 
     Returns
     -------
     Appearances
     """
     blinking = blinks(beyond)
+    if bursts is not None:  # foreground, blinking or not: (K, H, W) from here
+        blinking = blinking & ~bursts
+        beyond = beyond | bursts
+        doubtful = doubtful & ~bursts
     blob = doubtful | beyond if WITH_FOREGROUND else doubtful
     if blinking.any():
         doubtful = doubtful | (beyond & blinking)
