@@ -364,7 +364,7 @@ def draw_appearances(
         (:attr:`Appearances.stride`).
     bursts : (K, H, W) bool ndarray, optional
         Samples that are part of a burst over a still scene
-        (:func:`~bpvideo.masks.bursts.burst_samples`): foreground, blinking or not.
+        (:func:`~bpvideo.masks.bursts.foreground_bursts`): foreground, blinking or not.
 
     Returns
     -------

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_grid
-from bpvideo.masks.bursts import burst_samples
+from bpvideo.masks.bursts import burst_samples, foreground_bursts
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.thresholds import (
     MaskModel,
@@ -153,7 +153,9 @@ def window_model(
         noise=options.noise,
     )
     if options.appearances and options.threshold == "auto":
-        bursts = _Bursts(observed, rows) if isinstance(observed, np.ndarray) else None
+        bursts = None
+        if options.bursts == "foreground" and isinstance(observed, np.ndarray):
+            bursts = _Bursts(observed, rows)
         model.appearances = _appearances(video, L, model, options.appearances, bursts)
     return model
 
@@ -314,6 +316,8 @@ def _appearances(
     doubtful = np.ascontiguousarray(far.T).reshape(len(times), *grid)
     del far
     burst = None if bursts is None else bursts(times, shape, stride)
+    if burst is not None:
+        burst = foreground_bursts(frames, beyond, doubtful, burst, times, n, model.threshold)
     return draw_appearances(frames, beyond, doubtful, times, n, model.threshold, stride, burst)
 
 
