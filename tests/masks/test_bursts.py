@@ -68,3 +68,23 @@ def test_burst_samples_are_refused_even_where_the_pixel_blinks():
     valid = ap.draw_appearances(frames, beyond, doubtful, times, 180, 10.0, bursts=beyond).valid
     valid = valid.reshape(14, 14, 12)[1:-1, 1:-1]
     assert not valid[5, 5, 1::2].any() and valid[5, 5, ::2].all()
+
+
+def test_a_burst_the_calm_samples_show_nearby_stays_a_sample(monkeypatch):
+    # 12 samples of a grey 100 scene. In every other sample a dark occluder (60) covers
+    # one patch, and leaves (160) fill another patch whose calm samples show them in
+    # every other pixel (a sway of a pixel): both are bursts, only the occluder brings
+    # what the calm scene around it never shows.
+    frames = np.full((12, 12, 12), 100, dtype=np.uint8)
+    checker = (np.add.outer(np.arange(4), np.arange(4)) % 2).astype(bool)
+    frames[::2, 7:11, 7:11][:, checker] = 160
+    frames[1::2, 1:5, 1:5] = 60
+    frames[1::2, 7:11, 7:11] = 160
+    bursts_ = np.zeros(frames.shape, dtype=bool)
+    bursts_[1::2, 1:5, 1:5] = bursts_[1::2, 7:11, 7:11] = True
+    times = np.arange(12) * 15
+    args = (frames, bursts_, np.zeros_like(bursts_), bursts_, times, 180, 10.0)
+    found = bursts.foreground_bursts(*args)
+    assert found[1::2, 1:5, 1:5].all() and not found[:, 7:11, 7:11].any()
+    monkeypatch.setattr(bursts, "BURST_EXPLAINED", False)
+    assert np.array_equal(bursts.foreground_bursts(*args), bursts_)
