@@ -1,9 +1,8 @@
 """A background of several appearances per pixel, drawn from the whole window.
 
-The robust-PCA background ``L`` is one image per frame (rank r: the scene under a few
-lights). Where the background itself moves (water, leaves, flicker) a pixel takes several
-appearances, and a per-pixel threshold wide enough to cover them all (``noise="local"``)
-hides the foreground there too: on a canoe over rippling water it lost 93 % of the canoe.
+The robust-PCA background ``L`` is one image per frame. Where the background itself moves
+(water, leaves, flicker) a pixel takes several appearances, and a per-pixel threshold wide
+enough to cover them all (``noise="local"``) hides the foreground there too.
 
 So each pixel also keeps a small **set of the appearances it took as background**, as
 ViBe, LOBSTER and SuBSENSE keep samples, but drawn from frames spread over the *whole
@@ -20,8 +19,7 @@ cannot explain itself.
 
 Frames too large for the samples' memory (:data:`SAMPLE_BYTES`; from 1080p) keep them on
 a grid of every ``stride``-th pixel (:func:`sample_grid`): a pixel is matched against the
-samples of the 3 x 3 grid points around its cell's, so the neighbourhood covers
-``3 stride`` pixels, about the same part of the view as at smaller sizes.
+samples of the 3 x 3 grid points around its cell's (``3 stride`` pixels).
 """
 
 from __future__ import annotations
@@ -332,6 +330,7 @@ def draw_appearances(
     n_frames: int,
     radius: float,
     stride: int = 1,
+    bursts: np.ndarray | None = None,
 ) -> Appearances:
     """The :class:`Appearances` of a window: its sampled frames, less what is foreground
     in them.
@@ -361,6 +360,8 @@ def draw_appearances(
     stride : int
         The sampled frames are the grid of every ``stride``-th pixel of the window's
         (:attr:`Appearances.stride`).
+    bursts : (K, H, W) bool ndarray, optional
+        Foreground, blinking or not (:func:`~bpvideo.masks.bursts.foreground_bursts`).
 
     Returns
     -------
@@ -371,6 +372,8 @@ def draw_appearances(
     if blinking.any():
         doubtful = doubtful | (beyond & blinking)
         beyond = beyond & ~blinking
+    if bursts is not None:  # within beyond | doubtful (foreground_bursts)
+        beyond, doubtful = beyond | bursts, doubtful & ~bursts
     first = build_appearances(frames, beyond, times, n_frames, radius, stride=stride)
     opening = disk(DOUBT_OPEN)
     solid = np.empty_like(doubtful)

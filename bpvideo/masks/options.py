@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["MASK_RULES", "NOISES", "SHADOWS", "MaskOptions"]
+__all__ = ["BURSTS", "MASK_RULES", "NOISES", "SHADOWS", "MaskOptions"]
 
 MASK_RULES = ("residual", "support")
 NOISES = ("local", "global")
 SHADOWS = ("remove", "keep")
+BURSTS = ("background", "foreground")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,12 @@ class MaskOptions:
         Background appearances kept per pixel at most: one per second of the window (25
         frames), at least 12 (:mod:`bpvideo.masks.appearances`; 0: one background image
         and each pixel's own spread).
+    bursts : {"background", "foreground"}
+        With ``appearances``: what departs from the reference background in long runs
+        of frames over a still scene (foliage close to the lens) is a background
+        appearance like any other that recurs, or foreground
+        (:mod:`bpvideo.masks.bursts`; a window's model, from the solver's observed
+        entries: :func:`~bpvideo.masks.sample.window_model`).
     """
 
     mask_rule: str = "residual"
@@ -49,10 +56,12 @@ class MaskOptions:
     close_radius: int = 3
     min_area: int = 25
     appearances: int = 24
+    bursts: str = "background"
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~bpvideo.masks.foreground_masks` (rule, thresholds,
         clean-up)."""
         out = asdict(self)
         out["rule"] = out.pop("mask_rule")
+        del out["bursts"]  # the window's model takes it (window_model), not the rule
         return out

@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_grid
+from bpvideo.masks.bursts import burst_samples, foreground_bursts
 from bpvideo.masks.options import MaskOptions
 from bpvideo.masks.thresholds import (
     MaskModel,
@@ -152,7 +153,10 @@ def window_model(
         noise=options.noise,
     )
     if options.appearances and options.threshold == "auto":
-        model.appearances = _appearances(video, L, model, options.appearances)
+        bursts = None
+        if options.bursts == "foreground" and isinstance(observed, np.ndarray):
+            bursts = _Bursts(observed, rows)
+        model.appearances = _appearances(video, L, model, options.appearances, bursts)
     return model
 
 
@@ -248,12 +252,35 @@ class _Agreement:
         return out
 
 
-def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> Appearances | None:
+class _Bursts:
+    """The burst samples (:func:`~bpvideo.masks.bursts.burst_samples`) of a window, from
+    the solver's observed entries of every frame (solve scale) and the row map to them."""
+
+    def __init__(self, observed: np.ndarray, rows: np.ndarray | None) -> None:
+        self.observed, self.rows = observed, rows
+
+    def __call__(self, times: np.ndarray, shape: tuple[int, ...], stride: int) -> np.ndarray | None:
+        """(K, grid height, grid width) bool, or None where no sample is a burst."""
+        found = burst_samples(self.observed, times)
+        if found is None:
+            return None
+        H, W = shape[:2]
+        channels = shape[2] if len(shape) == 3 else 1
+        pixel = (np.arange(0, H, stride)[:, None] * W + np.arange(0, W, stride)).ravel()
+        at = pixel * channels if self.rows is None else self.rows[pixel * channels]
+        grid = (-(-H // stride), -(-W // stride))
+        return np.ascontiguousarray(found[at].T).reshape(len(times), *grid)
+
+
+def _appearances(
+    video: Data, L: Columns, model: MaskModel, samples: int, bursts: _Bursts | None = None
+) -> Appearances | None:
     """The background appearances of the whole window (both sides of every frame), from
     its sampled frames' residuals (:func:`~bpvideo.masks.appearances.draw_appearances`),
     in colour when the BGR frames are at hand, else in the data's own channels; of every
     pixel, or of a grid of them where the frames are large
-    (:func:`~bpvideo.masks.budget.sample_grid`)."""
+    (:func:`~bpvideo.masks.budget.sample_grid`); less the samples that are bursts over a
+    still scene (``bursts``, from the solver's observed entries: :mod:`.bursts`)."""
     n = video.shape[1]
     shape = video.frame_shape
     H, W = shape[:2]
@@ -288,7 +315,10 @@ def _appearances(video: Data, L: Columns, model: MaskModel, samples: int) -> App
     beyond = np.ascontiguousarray(beyond.T).reshape(len(times), *grid)
     doubtful = np.ascontiguousarray(far.T).reshape(len(times), *grid)
     del far
-    return draw_appearances(frames, beyond, doubtful, times, n, model.threshold, stride)
+    burst = None if bursts is None else bursts(times, shape, stride)
+    if burst is not None:
+        burst = foreground_bursts(frames, beyond, doubtful, burst, times, n, model.threshold)
+    return draw_appearances(frames, beyond, doubtful, times, n, model.threshold, stride, burst)
 
 
 def _sampled_blocks(

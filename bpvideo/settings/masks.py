@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bpvideo.limits import MAX_PIXELS, MAX_RADIUS
-from bpvideo.masks.options import MASK_RULES, NOISES, SHADOWS, MaskOptions
+from bpvideo.masks.options import BURSTS, MASK_RULES, NOISES, SHADOWS, MaskOptions
 from bpvideo.settings.spec import option
 
-__all__ = ["MASK_RULES", "NOISES", "SHADOWS", "MaskSettings"]
+__all__ = ["BURSTS", "MASK_RULES", "NOISES", "SHADOWS", "MaskSettings"]
 
 _MASKS = MaskOptions()
 
@@ -88,4 +88,13 @@ class MaskSettings:
         "each pixel's own spread.",
         low=0,
         limit=256,
+    )
+    bursts: str = option(
+        _MASKS.bursts,
+        "str",
+        "With --appearances: what leaves the reference background in long runs of frames "
+        "and shows a still scene between them (foliage close to the lens): a background "
+        "appearance like any that recurs, or foreground. Foreground costs far leaves that "
+        "sway in gusts (cdnet_fall).",
+        choices=BURSTS,
     )
