@@ -3,15 +3,35 @@ table of :mod:`bpvideo.settings` takes its defaults for these options from here)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-__all__ = ["BURSTS", "MASK_RULES", "NOISES", "SHADOWS", "MaskOptions"]
+__all__ = [
+    "BURSTS",
+    "CLEANUP_LINES",
+    "MASK_RULES",
+    "NOISES",
+    "SHADOWS",
+    "MaskOptions",
+    "view_factor",
+]
 
 MASK_RULES = ("residual", "support")
 NOISES = ("local", "global")
 SHADOWS = ("remove", "keep")
 BURSTS = ("background", "foreground")
+
+#: The clean-up's radii and least area are pixels of a view of up to this many lines (the
+#: shorter side): the largest of the dev sequences they were chosen on (cdnet_fall,
+#: 720x480). Beyond, they grow with the view, so that a scene seen by a camera of more
+#: pixels is cleaned up alike (:func:`view_factor`; docs/method.md, "Masks").
+CLEANUP_LINES = 480
+
+
+def view_factor(height: int, width: int) -> float:
+    """How much larger than :data:`CLEANUP_LINES` the view of ``height`` x ``width`` is
+    (1 up to it): 2.25 at 1080p, 4.5 at 4K."""
+    return max(1.0, min(height, width) / CLEANUP_LINES)
 
 
 @dataclass(frozen=True)
@@ -57,6 +77,16 @@ class MaskOptions:
     min_area: int = 25
     appearances: int = 24
     bursts: str = "background"
+
+    def for_view(self, height: int, width: int) -> MaskOptions:
+        """These options for frames of ``height`` x ``width``: the clean-up's radii times
+        :func:`view_factor` (rounded), its least area times the factor squared."""
+        f = view_factor(height, width)
+        if f == 1.0:
+            return self
+        return replace(self, open_radius=round(self.open_radius * f),
+                       close_radius=round(self.close_radius * f),
+                       min_area=round(self.min_area * f * f))  # fmt: skip
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`~bpvideo.masks.foreground_masks` (rule, thresholds,

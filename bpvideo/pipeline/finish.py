@@ -188,7 +188,7 @@ def _form(
         A, Lc = planes, L.frames(lo, hi, shape)
     else:
         A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
-    kwargs = options.kwargs()
+    kwargs = options.for_view(*shape[:2]).kwargs()
     if solution.model is not None:
         kwargs["threshold"] = solution.model
     masks = foreground_masks(

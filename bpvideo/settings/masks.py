@@ -61,21 +61,24 @@ class MaskSettings:
     open_radius: int = option(
         _MASKS.open_radius,
         "int",
-        "Morphological opening radius in pixels (0 = off).",
+        "Morphological opening radius in pixels (0 = off); of a view of up to 480 lines, "
+        "scaled with the view beyond.",
         low=0,
         limit=MAX_RADIUS,
     )
     close_radius: int = option(
         _MASKS.close_radius,
         "int",
-        "Morphological closing radius in pixels (0 = off).",
+        "Morphological closing radius in pixels (0 = off); of a view of up to 480 lines, "
+        "scaled with the view beyond.",
         low=0,
         limit=MAX_RADIUS,
     )
     min_area: int = option(
         _MASKS.min_area,
         "int",
-        "Drop foreground blobs smaller than this many pixels (0 = off).",
+        "Drop foreground blobs smaller than this many pixels (0 = off); of a view of up to "
+        "480 lines, scaled with the view's area beyond.",
         low=0,
         limit=MAX_PIXELS,
     )

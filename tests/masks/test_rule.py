@@ -299,3 +299,34 @@ def test_a_region_observed_in_no_frame(tmp_path, caplog) -> None:
     assert not result.masks[:, 10:30, 30:60].any()
     assert any("600 pixel(s)" in r.getMessage() and "observed in no frame" in r.getMessage()
                for r in caplog.records)  # fmt: skip
+
+
+def test_clean_up_is_the_same_on_a_view_of_more_pixels() -> None:
+    """A mask of 480 lines (speckle, a hole, an object) seen at 1080 lines, 2.25 times the
+    pixels a side: cleaned with the options for its view it matches the 480-line cleanup
+    brought to that size; with the 480-line pixels it keeps the upscaled speckle."""
+    from bpvideo.masks import MaskOptions
+
+    rng = np.random.default_rng(3)
+    small = np.zeros((480, 640), dtype=bool)
+    for y, x in rng.integers(0, 470, size=(300, 2)):  # specks of 3 x 3 pixels
+        small[y : y + 3, x : x + 3] = True
+    small[100:180, 200:260] = True  # an object ...
+    small[130:134, 220:224] = False  # ... with a hole
+    base = MaskOptions()
+    assert base.for_view(480, 640) is base and base.for_view(240, 320) is base
+    big_options = base.for_view(1080, 1440)
+    assert (big_options.open_radius, big_options.close_radius, big_options.min_area) == (2, 7, 127)
+
+    def clean(mask, options):
+        return clean_mask(mask, open_radius=options.open_radius,
+                          close_radius=options.close_radius, min_area=options.min_area)  # fmt: skip
+
+    import cv2
+
+    want = cv2.resize(clean(small, base).astype(np.uint8), (1440, 1080),
+                      interpolation=cv2.INTER_NEAREST).astype(bool)  # fmt: skip
+    big = cv2.resize(small.astype(np.uint8), (1440, 1080), interpolation=cv2.INTER_NEAREST) > 0
+    scaled, plain = clean(big, big_options), clean(big, base)
+    assert (scaled != want).mean() < 0.001
+    assert (plain != want).mean() > 5 * (scaled != want).mean()
