@@ -62,9 +62,10 @@ class MaskOptions:
     bursts : {"background", "foreground"}
         With ``appearances``: what departs from the reference background in long runs
         of frames over a still scene (foliage close to the lens) is a background
-        appearance like any other that recurs, or foreground
-        (:mod:`bpvideo.masks.bursts`; a window's model, from the solver's observed
-        entries: :func:`~bpvideo.masks.sample.window_model`).
+        appearance like any other that recurs, or foreground (the default, chosen by
+        leave-one-sequence-out: docs/quality.md; :mod:`bpvideo.masks.bursts`; a
+        window's model, from the solver's observed entries:
+        :func:`~bpvideo.masks.sample.window_model`).
     """
 
     mask_rule: str = "residual"
@@ -76,7 +77,7 @@ class MaskOptions:
     close_radius: int = 3
     min_area: int = 25
     appearances: int = 24
-    bursts: str = "background"
+    bursts: str = "foreground"
 
     def for_view(self, height: int, width: int) -> MaskOptions:
         """These options for frames of ``height`` x ``width``: the clean-up's radii times

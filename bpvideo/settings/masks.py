@@ -97,7 +97,7 @@ class MaskSettings:
         "str",
         "With --appearances: what leaves the reference background in long runs of frames "
         "and shows a still scene between them (foliage close to the lens): a background "
-        "appearance like any that recurs, or foreground. Foreground costs far leaves that "
-        "sway in gusts (cdnet_fall).",
+        "appearance like any that recurs, or foreground (the default; background keeps far "
+        "leaves that sway in strong gusts, as on cdnet_fall).",
         choices=BURSTS,
     )
