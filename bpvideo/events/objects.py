@@ -249,6 +249,11 @@ class _Track:
     travel: float = 0.0  # the farthest its centre got from its origin
     confirmed: bool = False
 
+    def moved(self, row: int) -> np.ndarray:
+        """Its last box moved on to ``row`` as it was moving (x0, y0, x1, y1)."""
+        assert self.box is not None
+        return self.box + self.step * (row - self.seen_row)
+
 
 class ObjectTracker:
     """Objects of masks handed over block by block (:meth:`add`, then :meth:`finish`).
@@ -418,8 +423,7 @@ class ObjectTracker:
         for key, track in list(self.open.items()):
             if key in keys or track.box is None or track.seen_row >= at.row:
                 continue
-            moved = track.box + track.step * (at.row - track.seen_row)
-            overlap = float(_iou(moved, box[None])[0])
+            overlap = float(_iou(track.moved(at.row), box[None])[0])
             if overlap >= best:
                 best, found = overlap, key
         return None if found is None else self.open.pop(found)
@@ -432,7 +436,7 @@ class ObjectTracker:
         for key, track in self.open.items():
             if key in keys or track.box is None or at.row - track.seen_row > self.lost:
                 continue
-            box = track.box + track.step * (at.row - track.seen_row)
+            box = track.moved(at.row)
             area = max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
             w = np.clip(np.minimum(box[2], held[:, 2]) - np.maximum(box[0], held[:, 0]), 0, None)
             h = np.clip(np.minimum(box[3], held[:, 3]) - np.maximum(box[1], held[:, 1]), 0, None)
