@@ -7,12 +7,15 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import cv2
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.background.reference import (
     Reference,
     auto_sparsity,
@@ -303,26 +306,45 @@ def _solve_observed(
         source=small.source,
         mask=np.hstack([observed, _known_rows(small.mask, len(observed), extra)]),
     )
-    result = solve(masked, settings, callback=callback, sparsity=alpha)
-    del masked
+    full_shape = tuple(video.frame_shape)
+    rows = detail = None
+    with ThreadPoolExecutor(1, "bpvideo-detail", cores.in_pool) as pool:
+        if scale < 1.0:
+            rows = nearest_rows(small_shape, solved_video_size(full_shape))
+            fallback = resize_columns(
+                handed_on.image[:, None], small_shape, solved_video_size(full_shape),
+                cv2.INTER_LINEAR,
+            )  # fmt: skip
+            if previous_detail is not None:
+                fallback += previous_detail
+            # the detail needs the observed entries and the reference, not the solve:
+            # formed beside it (its median of the full-size frames releases the lock)
+            detail = _beside(pool, reference_detail, video, full_shape, size, observed, rows,
+                             fallback)  # fmt: skip
+        result = solve(masked, settings, callback=callback, sparsity=alpha)
+        del masked
+        if detail is not None:
+            detail = detail.result()
     join = slice(max(0, n - JOIN_FRAMES), n)
     joined = _full_background(result, join, settings)  # from the factors after a GPU solve
     handed_on.columns = np.ascontiguousarray(joined.columns(0, join.stop - join.start))
-    full_shape = tuple(video.frame_shape)
     if scale >= 1.0:
         L = _full_background(result, slice(0, n), settings)
         return Solved(result, L, None, None, observed, None, handed_on, alpha)
-    rows = nearest_rows(small_shape, solved_video_size(full_shape))
-    fallback = resize_columns(
-        handed_on.image[:, None], small_shape, solved_video_size(full_shape), cv2.INTER_LINEAR
-    )
-    if previous_detail is not None:
-        fallback += previous_detail
-    detail = reference_detail(video, full_shape, size, observed, rows, fallback)
     L = upsample_factors(
         result, slice(0, n), small_shape, full_shape, detail, previous_detail, ramp_from=new_from
     )
     return Solved(result, L, None, detail, observed, rows, handed_on, alpha)
+
+
+def _beside(pool: ThreadPoolExecutor, work: Callable[..., Any], *args: Any) -> Future:
+    """``work(*args)`` in ``pool``'s thread while the caller goes on, when the run has
+    more than one thread (``--threads``); else at once, in the caller's thread."""
+    if cores.threads() > 1:
+        return pool.submit(work, *args)
+    done: Future = Future()
+    done.set_result(work(*args))
+    return done
 
 
 def _known_rows(mask: np.ndarray | None, m: int, extra: int) -> np.ndarray:

@@ -39,6 +39,7 @@ __all__ = [
     "read_image",
     "read_line",
     "read_text",
+    "video_container",
 ]
 
 
@@ -203,6 +204,28 @@ def image_size(path: str | os.PathLike | BinaryIO) -> tuple[int, int] | None:
         return None
     finally:
         Image.MAX_IMAGE_PIXELS = bound
+
+
+#: Major brands of ISO base media files (MP4, MOV, 3GP) that are videos: an image in such
+#: a box (AVIF, HEIF) names its own brand (``avif``, ``heic``, ``mif1``...).
+VIDEO_BRANDS = frozenset((
+    b"isom", b"iso2", b"iso4", b"iso5", b"iso6", b"mp41", b"mp42", b"avc1", b"M4V ",
+    b"qt  ", b"3gp4", b"3gp5", b"3g2a", b"dash", b"mmp4",
+))  # fmt: skip
+
+
+def video_container(path: str | os.PathLike) -> bool:
+    """Whether a file starts as a video container does (MP4/MOV of a video brand,
+    Matroska/WebM, AVI): no image starts so, and :func:`image_size` (which loads every
+    image plugin of Pillow, ~50 ms, to find none) need not be asked. False when unsure."""
+    try:
+        with open_file(path, "the video") as fh:
+            head = fh.read(12)
+    except (OSError, InputError):
+        return False
+    if head[4:8] == b"ftyp":
+        return head[8:12] in VIDEO_BRANDS
+    return head[:4] == b"\x1aE\xdf\xa3" or (head[:4] == b"RIFF" and head[8:12] == b"AVI ")
 
 
 def read_image(path: str | os.PathLike, flags: int = cv2.IMREAD_UNCHANGED) -> np.ndarray | None:

@@ -18,7 +18,7 @@ from bpvideo.errors import InputError, literal
 from bpvideo.limits import DEFAULT_FPS
 from bpvideo.sources import ffmpeg as _ffmpeg
 from bpvideo.sources.folders import IMAGE_EXTENSIONS, decode_frame, scan_folder
-from bpvideo.sources.headers import image_size
+from bpvideo.sources.headers import image_size, video_container
 from bpvideo.sources.stream import frame_size
 
 __all__ = [
@@ -244,7 +244,7 @@ def _check_file(p: Path) -> None:
         )
     if p.stat().st_size == 0:
         raise InputError(f"{literal(p)}: file is empty: give a video file with frames in it")
-    if image_size(p) is not None:
+    if not video_container(p) and image_size(p) is not None:
         raise InputError(
             f"{literal(p)}: is a single image, but separation needs many frames: give a video "
             "or a folder of frames"

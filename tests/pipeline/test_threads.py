@@ -4,6 +4,7 @@ another, on real frames."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cv2
@@ -74,3 +75,30 @@ def test_in_order_keeps_the_order_and_stops_early():
     first = in_order(slow, range(100), 2)
     assert next(first) == 0
     first.close()  # the rest cancelled, the pool shut down
+
+
+@pytest.mark.shared_data
+def test_a_spooled_run_writes_the_same_with_one_thread_and_two(shared_data, tmp_path):
+    """A video at 320x240 is spooled and solved downscaled: its background's detail is
+    formed beside the solve with two threads, after it with one; the masks, the
+    background still and the summary's numbers are the same bytes either way."""
+    from tests.conftest import bpvideo_process
+
+    clip = shared_data / "videos" / "highway.avi"
+    outs = []
+    for threads in (1, 2):
+        out = tmp_path / f"t{threads}"
+        done = bpvideo_process("separate", clip, "-o", out, "--frames", "60", "--threads",
+                               str(threads), "--no-video", "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode()
+        outs.append(out)
+    one, two = outs
+    summary = json.loads((one / "summary.json").read_text())
+    assert summary["windows"]["spooled"] and summary["solver"]["solve_scale"] < 1
+    names = sorted(p.name for p in (one / "masks").iterdir())
+    assert len(names) == 60 and names == sorted(p.name for p in (two / "masks").iterdir())
+    for name in names:
+        assert (one / "masks" / name).read_bytes() == (two / "masks" / name).read_bytes(), name
+    assert (one / "background.png").read_bytes() == (two / "background.png").read_bytes()
+    windows = [json.loads((o / "summary.json").read_text())["windows"]["list"] for o in outs]
+    assert windows[0] == windows[1]

@@ -73,3 +73,27 @@ def test_regular_files_read_as_before(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         headers.open_file(tmp_path)
     assert read_image(tmp_path / "missing.png") is None
+
+
+def test_video_containers_are_known_by_their_first_bytes_and_images_are_not(
+    tiny_clip: Path, tmp_path: Path
+) -> None:
+    """MKV, MP4 and AVI starts are videos (the probe then loads no image plugin); an image
+    in an ISO box (AVIF), a PNG or a short file is not said to be one."""
+    sample = Path(__file__).resolve().parents[2] / "sample_data" / "sample.mp4"
+    assert headers.video_container(tiny_clip)  # Matroska
+    assert headers.video_container(sample)  # ISO base media, brand isom
+    starts = {
+        "clip.avi": (b"RIFF\x10\x00\x00\x00AVI LIST", True),
+        "still.avif": (b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00", False),
+        "still.heic": (b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00", False),
+        "still.webp": (b"RIFF\x10\x00\x00\x00WEBPVP8 ", False),
+        "short.mp4": (b"\x00\x00", False),
+    }
+    for name, (start, video) in starts.items():
+        (tmp_path / name).write_bytes(start)
+        assert headers.video_container(tmp_path / name) is video, name
+    png = tmp_path / "still.png"
+    cv2.imwrite(str(png), np.zeros((8, 8), np.uint8))
+    assert not headers.video_container(png)
+    assert not headers.video_container(tmp_path / "missing.mp4")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
@@ -12,7 +14,7 @@ import pytest
 from bpvideo.errors import InputError
 from bpvideo.sinks.writers import write_video
 from bpvideo.sources.probe import probe
-from tests.conftest import tiny_frames
+from tests.conftest import process_env, tiny_frames
 
 
 def test_a_video_named_jpg_is_a_video(tiny_clip: Path, tmp_path: Path) -> None:
@@ -25,6 +27,16 @@ def test_a_video_named_jpg_is_a_video(tiny_clip: Path, tmp_path: Path) -> None:
     cv2.imwrite(str(image), tiny_frames(n=1)[0][0])
     with pytest.raises(InputError, match=r"one\.jpg: is a single image"):
         probe(image)
+
+
+def test_the_probe_of_a_video_loads_no_image_plugin(tiny_clip: Path) -> None:
+    """A video is told from an image by its first bytes: Pillow (and its ~40 plugins,
+    ~50 ms of every run's start) is not loaded to find that a video is no image."""
+    code = "import sys; from bpvideo.sources.probe import probe; "
+    code += f"probe({str(tiny_clip)!r}); print('PIL' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=process_env(), timeout=120, check=True)  # fmt: skip
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_a_pipe_given_as_a_path_is_named_a_pipe(tmp_path: Path) -> None:
