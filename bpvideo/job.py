@@ -227,7 +227,8 @@ def run_job(
             results = _results(out_path, job, solved, live)
             reopen = lambda: _open(input, settings, None, stop, False)[0]  # noqa: E731
             checkpoint, blocks = with_checkpoint(job, input, out_path, live, blocks, reopen)
-            _drain(job, out_path, blocks, [results, *_beside(job, live)], checkpoint, reopen)
+            _drain(job, out_path, blocks, [results, *_beside(job, live, results)], checkpoint,
+                   reopen)  # fmt: skip
         finally:
             source.close()
     outcome = _outcome(results)
@@ -356,9 +357,10 @@ def _results(
     return SegmentSink(Path(out_path), span, make, time.time(), source.fps)
 
 
-def _beside(job: Job, live: bool) -> list[Sink]:
+def _beside(job: Job, live: bool, results: ResultFolder | SegmentSink) -> list[Sink]:
     """The sinks beside the results: a live run's raw masks as made, its events as JSON
-    lines."""
+    lines (their objects those of the one result folder, tracked once; segments restart
+    their objects, so the lines of a segmented run track the stream's own)."""
     source, settings = job.source, job.settings
     sinks: list[Sink] = []
     if live and settings.masks_to is not None:
@@ -371,9 +373,12 @@ def _beside(job: Job, live: bool) -> list[Sink]:
         def times(frames: list[int], numbers: list[int]) -> Any:
             return block_times(source, frames, numbers, source.fps)
 
+        if isinstance(results, ResultFolder):  # drained first: it tracks each block first
+            objects, shared = None, results.objects
+        else:
+            objects, shared = LiveEventSink.objects_of(source, settings), None
         sinks.append(LiveEventSink(settings.events_to, detector, source.mask_number, times,
-                                   region, source.clock,
-                                   LiveEventSink.objects_of(source, settings)))  # fmt: skip
+                                   region, source.clock, objects, shared))  # fmt: skip
     return sinks
 
 

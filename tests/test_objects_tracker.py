@@ -51,3 +51,28 @@ def test_a_body_seen_fewer_than_ten_frames_is_not_an_object():
     masks = _pair(9, 0, 0)
     masks[:, 52:, :] = False
     assert _objects(masks) == 0
+
+
+def _shadowed(n: int) -> np.ndarray:
+    """(n, H, W) bool: a 16x16 car driving right, 3 px a frame, whose cast shadow (24 px
+    below it) joins its blob from the fifth frame on: the box jumps from 16 to 40 px tall."""
+    masks = np.zeros((n, H, W), dtype=bool)
+    for i in range(n):
+        x = 10 + 3 * i
+        masks[i, 40:56, x : x + 16] = True
+        masks[i, 56 : 56 + 24 * (i >= 4), x : x + 16] = True
+    return masks
+
+
+@pytest.mark.parametrize("n", [12, 20])
+def test_a_body_whose_box_jumps_in_size_is_seen_on_every_frame(n):
+    # ByteTrack matches the grown blob, but its Kalman-smoothed box lags behind it: read
+    # back by overlap with that box (supervision's update_with_detections), the track
+    # looked lost for 8 frames (12 frames: no object; 20: 12 rows of 20 on the code before).
+    tracker = ObjectTracker(25.0, (H, W), 10)
+    numbers = np.arange(1, n + 1)
+    rows, _ = tracker.add(numbers, (numbers - 1) / 25.0, _shadowed(n))
+    (obj,) = tracker.finish()
+    assert tracker.objects == 1
+    assert [r["frame"] for r in rows] == list(range(1, n + 1))
+    assert (obj.first_frame, obj.last_frame) == (1, n)

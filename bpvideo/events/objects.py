@@ -71,6 +71,9 @@ MERGED_SIZE = 3.0
 #: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold);
 #: also where a track coming out of a joined blob is re-linked (docs/events.md).
 MATCH_IOU = 0.3
+#: The step between the confidences that number a frame's blobs for ByteTrack (the
+#: smallest blob allows at most 1250 per frame: all confidences stay above 0.998).
+SCORE_STEP = 1e-6
 #: The columns of ``objects.csv``.
 OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_time",
                   "duration", "x", "y", "w", "h", "area", "speed", "regions",
@@ -301,7 +304,6 @@ class ObjectTracker:
             minimum_matching_threshold=1 - self.match_iou,
             frame_rate=30,
         )
-        self._sv = sv
         self.open: dict[int, _Track] = {}
         self.objects = 0  #: objects confirmed so far
         self.row = 0
@@ -330,30 +332,44 @@ class ObjectTracker:
 
     def _frame(self, number: int, time: float, mask: np.ndarray) -> list[dict[str, Any]]:
         boxes, areas = blobs_of(mask, self.min_area, self.close)
-        n = len(boxes)
-        detections = self._sv.Detections(xyxy=boxes, confidence=np.ones(n),
-                                          class_id=np.zeros(n, dtype=int),
-                                          data={"area": areas, "index": np.arange(n)})  # fmt: skip
-        tracked = self.tracker.update_with_detections(detections)
+        keys_of, index = self._associate(boxes)
         at = _At(self.row, number, time, time + 1.0 / self.fps)
         self.end = at.end
         rows: list[dict[str, Any]] = []
-        matched = set()
-        keys = set(int(k) for k in tracked.tracker_id) if len(tracked) else set()
-        if len(tracked):
-            matched = set(tracked.data["index"].tolist())
-            for key, box, area in zip(tracked.tracker_id, tracked.xyxy, tracked.data["area"],
-                                      strict=True):  # fmt: skip
-                track = self.open.get(int(key))
-                if track is None:  # a body out of a joined blob, or a new one
-                    track = self._relink(at, box, keys) or self._new_track(box)
-                    self.open[int(key)] = track
-                rows += self._observe(track, at, box, int(area))
+        matched = set(index.tolist())
+        keys = set(keys_of.tolist())
+        for key, i in zip(keys_of.tolist(), index.tolist(), strict=True):
+            box = boxes[i]
+            track = self.open.get(key)
+            if track is None:  # a body out of a joined blob, or a new one
+                track = self._relink(at, box, keys) or self._new_track(box)
+                self.open[key] = track
+            rows += self._observe(track, at, box, int(areas[i]))
         unmatched = [i for i in range(len(boxes)) if i not in matched]
         self._previous = (at, boxes[unmatched], areas[unmatched])
-        if MERGED > 0 and len(tracked):
-            rows += self._hidden(at, tracked.xyxy, keys)
+        if MERGED > 0 and len(index):
+            rows += self._hidden(at, boxes[index], keys)
         return rows
+
+    def _associate(self, boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """ByteTrack's step on a frame's blobs (b, 4): ``(keys, index)``, the ids of the
+        tracks it matched this frame and the blob each took (both (m,) int).
+
+        Each blob's confidence carries its index (``1 - i * SCORE_STEP``: all above
+        ByteTrack's thresholds) and a matched track takes its blob's confidence, so the
+        blob a track took is read back exactly. supervision's ``update_with_detections``
+        guesses it instead, by an overlap above 0.5 between each detection and the track's
+        Kalman-smoothed box, and drops the track from the frame where none is: a blob whose
+        box jumps in size (a car's cast shadow joining it, then not) was matched, yet its
+        track looked lost on that frame and fell short of the shortest object."""
+        n = len(boxes)
+        scores = 1.0 - SCORE_STEP * np.arange(n)
+        tensors = np.column_stack([boxes, scores, np.zeros(n)]) if n else np.zeros((0, 6))
+        tracks = self.tracker.update_with_tensors(tensors)
+        keys = np.array([t.external_track_id for t in tracks], dtype=np.int64)
+        index = np.rint((1.0 - np.array([float(t.score) for t in tracks])) / SCORE_STEP)
+        order = np.argsort(index, kind="stable")  # by blob, as the blobs were found
+        return keys[order], index[order].astype(np.int64)
 
     def _new_track(self, box: np.ndarray) -> _Track:
         """A track ByteTrack reports for the first time: it was started on a detection of

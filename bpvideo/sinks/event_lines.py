@@ -64,6 +64,11 @@ class LiveEventSink:
         The time of day of the seconds of ``times`` (events' ``*_time_of_day``).
     objects : ObjectsSink, optional
         The objects tracked (made with :meth:`objects_of`): their lines, and the counts.
+    shared : callable, optional
+        Instead of ``objects``: ``shared()`` gives, once the run's sinks are open, the
+        objects another sink of the run tracks (the result folder's, which gets each block
+        first): their rows are written as lines too (:meth:`ObjectsSink.tee`) and the
+        tracker runs once.
     """
 
     def __init__(
@@ -75,10 +80,12 @@ class LiveEventSink:
         region: np.ndarray | None = None,
         clock: WallClock | None = None,
         objects: ObjectsSink | None = None,
+        shared: Callable[[], ObjectsSink | None] | None = None,
     ) -> None:
         self.target = target
         self.clock = clock or WallClock()
         self.objects = objects
+        self.shared = shared
         self.events = objects is None or objects.settings.events != "objects"
         self._counts = ""
         self.detector = detector
@@ -99,7 +106,14 @@ class LiveEventSink:
     def open(self) -> None:
         """Open the target (stdout is used as it is)."""
         self._fh = sys.stdout if self.target == "-" else open(self.target, "w")
-        if self.objects is not None:
+        if self.shared is not None:
+            self.objects = self.shared()
+            if self.objects is not None:
+                lines = _Lines()
+                lines.fh = self._fh
+                self.objects.tee(lines, _Lines())  # the tracks are not lines
+                self.events = self.objects.settings.events != "objects"
+        elif self.objects is not None:
             self.objects.open()
             self.objects.objects.fh = self._fh
 
@@ -111,7 +125,8 @@ class LiveEventSink:
         self.detector.add(rows)
         self._emit(self.detector.take())
         if self.objects is not None and len(block):
-            self.objects.write(block)
+            if self.shared is None:  # else the result folder tracked this block already
+                self.objects.write(block)
             self._count(numbers[-1], float(times[-1]))
 
     def _emit(self, events: list[Event]) -> None:
@@ -140,8 +155,8 @@ class LiveEventSink:
         """Write the events and objects still open; close the target."""
         self.detector.finish()
         self._emit(self.detector.take())
-        if self.objects is not None:
-            self.objects.close()
+        if self.objects is not None and self.shared is None:
+            self.objects.close()  # a shared one is closed by its folder, before
         self._end()
 
     def abort(self) -> None:

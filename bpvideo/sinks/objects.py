@@ -121,6 +121,8 @@ class ObjectsSink:
         self.rows = rows
         self.objects: Any = None
         self.tracks: Any = None
+        #: More writers of the same rows (:meth:`tee`).
+        self.also: list[tuple[Any, Any]] = []
 
     def open(self) -> None:
         """Start both files (or lists, or the writers given)."""
@@ -133,6 +135,12 @@ class ObjectsSink:
         self.objects = _Rows(self.outdir.stage("objects.csv"), OBJECT_COLUMNS)
         self.tracks = _Rows(self.outdir.stage("tracks.csv"), TRACK_COLUMNS)
 
+    def tee(self, objects: Any, tracks: Any) -> None:
+        """Also hand the rows of ``objects.csv`` and ``tracks.csv`` to ``objects`` and
+        ``tracks`` (each has ``write(rows)``; closed by their owner): another output of the
+        same objects (``--events-to``'s lines) without tracking them twice."""
+        self.also.append((objects, tracks))
+
     def kept(self) -> dict[str, list[dict[str, Any]]]:
         """The rows of ``objects.csv`` and ``tracks.csv`` kept in memory (no OUTDIR)."""
         assert isinstance(self.objects, _Kept) and isinstance(self.tracks, _Kept)
@@ -144,14 +152,17 @@ class ObjectsSink:
         numbers = [self.source.mask_number(n) for n in block.numbers]
         times = block_times(self.source, block.numbers, numbers, self.fps)
         rows, ended = self.tracker.add(numbers, times, block.masks)
-        self.tracks.write(rows)
+        for tracks in (self.tracks, *(t for _, t in self.also)):
+            tracks.write(rows)
         self._ended(ended)
         if len(times):
             self.seconds = float(times[-1]) + 1.0 / self.fps
 
     def _ended(self, ended: list[TrackedObject]) -> None:
         assert self.objects is not None
-        self.objects.write([o.row(self.source.clock) for o in ended])
+        rows = [o.row(self.source.clock) for o in ended]
+        for objects in (self.objects, *(o for o, _ in self.also)):
+            objects.write(rows)
         if self.keep:
             self.ended += ended
 

@@ -106,6 +106,10 @@ class ResultFolder:
             self._abort(exc)
             raise
 
+    def objects(self) -> ObjectsSink | None:
+        """The folder's objects, once open, when it tracks them (else None)."""
+        return next((s for s in self.sinks if isinstance(s, ObjectsSink)), None)
+
     def write(self, block: Block) -> None:
         """Hand a block to every file of the folder (a failure to write is the output's:
         :meth:`OutputDir.__exit__` names it, nothing is kept)."""

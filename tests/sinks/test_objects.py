@@ -4,6 +4,7 @@ summary.json (objects, counts) and, with --events objects, events.csv."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -83,3 +84,32 @@ def test_a_bad_counting_line_is_refused_before_any_output(folder: Path, tmp_path
     with pytest.raises(InputError, match="counting line"):
         separate_file(folder, tmp_path / "o", count_line=["1,2"])
     assert not (tmp_path / "o").exists()
+
+
+def test_events_to_writes_the_folder_s_objects_tracked_once(folder, tmp_path, monkeypatch):
+    import bpvideo.sinks.objects as sink_module
+
+    made = []
+
+    class Counted(sink_module.ObjectTracker):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(sink_module, "ObjectTracker", Counted)
+    # the squares as a live stream on stdin: y4m, grey (Y the frame, U and V neutral)
+    y4m = b"YUV4MPEG2 W%d H%d F25:1 Ip A1:1 C444\n" % (W, H)
+    chroma = np.full((2, H, W), 128, np.uint8).tobytes()
+    for f in sorted(folder.glob("in*.png")):
+        y4m += b"FRAME\n" + cv2.imread(str(f), cv2.IMREAD_GRAYSCALE).tobytes() + chroma
+    lines = tmp_path / "lines.jsonl"
+    out = tmp_path / "out"
+    separate_file("-", out, stdin=io.BytesIO(y4m), live=True, learn="0:40", no_video=True,
+                  count_line=[LINE], events="objects", events_to=str(lines))  # fmt: skip
+    assert len(made) == 1  # the folder's tracker gives --events-to's lines too
+    written = [json.loads(line) for line in lines.read_text().splitlines()]
+    objects = [w for w in written if "object" in w]
+    assert [{k: str(v) for k, v in o.items()} for o in objects] == read(out / "objects.csv")
+    assert len(objects) == len(SQUARES) and not [w for w in written if "event" in w]
+    counts = [w["counts"] for w in written if "counts" in w]
+    assert counts[-1] == json.loads((out / "summary.json").read_text())["counts"]
