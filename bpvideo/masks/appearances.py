@@ -183,18 +183,27 @@ class Appearances:
         grid_w = self.shape[1]
         frames = frames.reshape(len(frames), H * W, -1)
         shifts = np.array([dy * (grid_w + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)
-        out = np.zeros(candidates.shape, dtype=bool)
-        flat = out.reshape(-1)
-        index = np.flatnonzero(candidates)
-        if not len(index):
-            return out
-        value = frames.reshape(-1, frames.shape[2])[index]
-        cell = index % (H * W)
-        if self.stride > 1:
-            cell = grid_index(cell, W, self.shape, self.stride)
-        inside = _within(value, self.low, self.high, cell, self.radius)
-        flat[index[~inside]] = True
-        index, value, cell = index[inside], value[inside], cell[inside]
+        if self.stride == 1:
+            # the envelope's test on whole frames (OpenCV, uint8): most candidates fail
+            # it, and only the few that pass are gathered
+            out, maybe = self._outside(frames.reshape(len(frames), H, W, -1), candidates)
+            flat = out.reshape(-1)
+            index = np.flatnonzero(maybe)
+            if not len(index):
+                return out
+            value = frames.reshape(-1, frames.shape[2])[index]
+            cell = index % (H * W)
+        else:
+            out = np.zeros(candidates.shape, dtype=bool)
+            flat = out.reshape(-1)
+            index = np.flatnonzero(candidates)
+            if not len(index):
+                return out
+            value = frames.reshape(-1, frames.shape[2])[index]
+            cell = grid_index(index % (H * W), W, self.shape, self.stride)
+            inside = _within(value, self.low, self.high, cell, self.radius)
+            flat[index[~inside]] = True
+            index, value, cell = index[inside], value[inside], cell[inside]
         when = index // (H * W)
         when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
         at = padded_index(cell, grid_w)
@@ -206,6 +215,40 @@ class Appearances:
             left = self._unmatched(value, at, when, shifts, need)
         flat[index[left]] = True
         return out
+
+    def _outside(self, frames: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The candidates further than :attr:`radius` outside their neighbourhood's
+        envelope (:attr:`low`, :attr:`high`) in some channel, which no sample matches,
+        and the others, as two (n, H, W) bool arrays; ``frames`` (n, H, W, C) uint8, of
+        the grid's size (:attr:`stride` 1). The same answer as :func:`_within`: the
+        bounds, widened by the radius, saturate at 0 and 255 as uint8 values do."""
+        n, H, W, C = frames.shape
+        low, high = self._widened()
+        if C == 1:
+            low, high = low[..., 0], high[..., 0]
+        inside = np.empty((H, W), dtype=np.uint8)  # 255 inside the bounds, else 0
+        maybe = np.empty(candidates.shape, dtype=np.uint8)
+        outside = np.empty(candidates.shape, dtype=np.uint8)
+        for j in range(n):
+            frame = np.ascontiguousarray(frames[j] if C > 1 else frames[j, ..., 0])
+            cv2.inRange(frame, low, high, dst=inside)
+            wanted = np.ascontiguousarray(candidates[j]).view(np.uint8)  # 0 or 1
+            np.bitwise_and(wanted, inside, out=maybe[j])
+            np.bitwise_xor(wanted, maybe[j], out=outside[j])
+        return outside.view(bool), maybe.view(bool)
+
+    def _widened(self) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`low` less and :attr:`high` plus the radius, saturated, (H, W, C) uint8
+        (made once per instance)."""
+        cached = self.__dict__.get("_widened_bounds")
+        if cached is None:
+            r = int(np.floor(self.radius))
+            shape = (*self.shape, self.low.shape[1])
+            low = np.clip(self.low.astype(np.int16) - r, 0, 255).astype(np.uint8)
+            high = np.clip(self.high.astype(np.int16) + r, 0, 255).astype(np.uint8)
+            cached = (low.reshape(shape), high.reshape(shape))
+            self.__dict__["_widened_bounds"] = cached
+        return cached
 
     def _unmatched(
         self,
@@ -438,18 +481,33 @@ def build_appearances(
     if frames.ndim == 3:
         frames = frames[..., None]
     K, H, W, C = frames.shape
-    # built in place, a plane and a frame at a time: no whole copy of the samples between
+    # built in place: one strided copy of the frames, no whole copy of the samples between
     samples = np.zeros((C, H + 2, W + 2, K), dtype=np.uint8)
+    samples[:, 1:-1, 1:-1, :] = frames.transpose(3, 1, 2, 0)
     valid = np.zeros((H + 2, W + 2, K), dtype=bool)
+    # the envelopes (as :func:`envelopes`) a frame at a time, by OpenCV on whole frames:
+    # a least (greatest) over the samples' short last axis costs ten times more
+    own_low = np.full((H + 2, W + 2, C), 255, dtype=np.uint8)
+    own_high = np.zeros((H + 2, W + 2, C), dtype=np.uint8)
+    least = np.full((H, W, C) if C > 1 else (H, W), 255, dtype=np.uint8)
+    most = np.zeros_like(least)
     grow = disk(MARGIN)
     speck = disk(SPECKLE)
     for k in range(K):
-        for c in range(C):
-            samples[c, 1:-1, 1:-1, k] = frames[k, :, :, c]
         fg = np.ascontiguousarray(foreground[k]).view(np.uint8)
         grown = cv2.morphologyEx(fg, cv2.MORPH_OPEN, speck) if SPECKLE else fg
-        valid[1:-1, 1:-1, k] = cv2.dilate(grown, grow) == 0
-    own_low, own_high, low, high = envelopes(samples, valid)
+        kept = (cv2.dilate(grown, grow) == 0).view(np.uint8)  # 1: a background sample
+        valid[1:-1, 1:-1, k] = kept.view(bool)
+        hidden = kept - np.uint8(1)  # 255 where the sample is not background, else 0
+        if C > 1:
+            hidden = cv2.merge([hidden] * C)
+        frame = np.ascontiguousarray(frames[k] if C > 1 else frames[k, ..., 0])
+        cv2.min(least, cv2.bitwise_or(frame, hidden), dst=least)
+        cv2.max(most, cv2.bitwise_and(frame, cv2.bitwise_not(hidden)), dst=most)
+    own_low[1:-1, 1:-1] = least.reshape(H, W, C)
+    own_high[1:-1, 1:-1] = most.reshape(H, W, C)
+    own_low, own_high = own_low.reshape(-1, C), own_high.reshape(-1, C)
+    low, high = near_envelopes(own_low, own_high, (H, W))
     return Appearances(
         samples.reshape(C, -1, K),
         valid.reshape(-1, K),
