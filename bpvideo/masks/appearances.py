@@ -34,6 +34,13 @@ from bpvideo.masks.budget import (
     sample_grid,
     sample_times,
 )
+from bpvideo.masks.envelopes import (
+    envelopes,
+    frame_envelopes,
+    near_envelopes,
+    outside_envelope,
+    widen,
+)
 from bpvideo.masks.morphology import disk
 
 __all__ = [
@@ -217,38 +224,14 @@ class Appearances:
         return out
 
     def _outside(self, frames: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The candidates further than :attr:`radius` outside their neighbourhood's
-        envelope (:attr:`low`, :attr:`high`) in some channel, which no sample matches,
-        and the others, as two (n, H, W) bool arrays; ``frames`` (n, H, W, C) uint8, of
-        the grid's size (:attr:`stride` 1). The same answer as :func:`_within`: the
-        bounds, widened by the radius, saturate at 0 and 255 as uint8 values do."""
-        n, H, W, C = frames.shape
-        low, high = self._widened()
-        if C == 1:
-            low, high = low[..., 0], high[..., 0]
-        inside = np.empty((H, W), dtype=np.uint8)  # 255 inside the bounds, else 0
-        maybe = np.empty(candidates.shape, dtype=np.uint8)
-        outside = np.empty(candidates.shape, dtype=np.uint8)
-        for j in range(n):
-            frame = np.ascontiguousarray(frames[j] if C > 1 else frames[j, ..., 0])
-            cv2.inRange(frame, low, high, dst=inside)
-            wanted = np.ascontiguousarray(candidates[j]).view(np.uint8)  # 0 or 1
-            np.bitwise_and(wanted, inside, out=maybe[j])
-            np.bitwise_xor(wanted, maybe[j], out=outside[j])
-        return outside.view(bool), maybe.view(bool)
-
-    def _widened(self) -> tuple[np.ndarray, np.ndarray]:
-        """:attr:`low` less and :attr:`high` plus the radius, saturated, (H, W, C) uint8
-        (made once per instance)."""
-        cached = self.__dict__.get("_widened_bounds")
-        if cached is None:
-            r = int(np.floor(self.radius))
+        """:func:`~bpvideo.masks.envelopes.outside_envelope` of ``frames`` (n, H, W, C)
+        with this instance's envelopes widened by :attr:`radius` (made once)."""
+        widened = self.__dict__.get("_widened")
+        if widened is None:
             shape = (*self.shape, self.low.shape[1])
-            low = np.clip(self.low.astype(np.int16) - r, 0, 255).astype(np.uint8)
-            high = np.clip(self.high.astype(np.int16) + r, 0, 255).astype(np.uint8)
-            cached = (low.reshape(shape), high.reshape(shape))
-            self.__dict__["_widened_bounds"] = cached
-        return cached
+            widened = widen(self.low, self.high, self.radius, shape)
+            self.__dict__["_widened"] = widened
+        return outside_envelope(frames, candidates, *widened)
 
     def _unmatched(
         self,
@@ -485,28 +468,15 @@ def build_appearances(
     samples = np.zeros((C, H + 2, W + 2, K), dtype=np.uint8)
     samples[:, 1:-1, 1:-1, :] = frames.transpose(3, 1, 2, 0)
     valid = np.zeros((H + 2, W + 2, K), dtype=bool)
-    # the envelopes (as :func:`envelopes`) a frame at a time, by OpenCV on whole frames:
-    # a least (greatest) over the samples' short last axis costs ten times more
-    own_low = np.full((H + 2, W + 2, C), 255, dtype=np.uint8)
-    own_high = np.zeros((H + 2, W + 2, C), dtype=np.uint8)
-    least = np.full((H, W, C) if C > 1 else (H, W), 255, dtype=np.uint8)
-    most = np.zeros_like(least)
+    kept = np.empty((K, H, W), dtype=bool)  # background samples
     grow = disk(MARGIN)
     speck = disk(SPECKLE)
     for k in range(K):
         fg = np.ascontiguousarray(foreground[k]).view(np.uint8)
         grown = cv2.morphologyEx(fg, cv2.MORPH_OPEN, speck) if SPECKLE else fg
-        kept = (cv2.dilate(grown, grow) == 0).view(np.uint8)  # 1: a background sample
-        valid[1:-1, 1:-1, k] = kept.view(bool)
-        hidden = kept - np.uint8(1)  # 255 where the sample is not background, else 0
-        if C > 1:
-            hidden = cv2.merge([hidden] * C)
-        frame = np.ascontiguousarray(frames[k] if C > 1 else frames[k, ..., 0])
-        cv2.min(least, cv2.bitwise_or(frame, hidden), dst=least)
-        cv2.max(most, cv2.bitwise_and(frame, cv2.bitwise_not(hidden)), dst=most)
-    own_low[1:-1, 1:-1] = least.reshape(H, W, C)
-    own_high[1:-1, 1:-1] = most.reshape(H, W, C)
-    own_low, own_high = own_low.reshape(-1, C), own_high.reshape(-1, C)
+        np.equal(cv2.dilate(grown, grow), 0, out=kept[k])
+        valid[1:-1, 1:-1, k] = kept[k]
+    own_low, own_high = frame_envelopes(frames, kept)
     low, high = near_envelopes(own_low, own_high, (H, W))
     return Appearances(
         samples.reshape(C, -1, K),
@@ -520,39 +490,4 @@ def build_appearances(
         own_low,
         own_high,
         stride=stride,
-    )
-
-
-def envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:attr:`Appearances.own_low`, :attr:`~Appearances.own_high`,
-    :attr:`~Appearances.low` and :attr:`~Appearances.high` of padded samples
-    ``(C, H + 2, W + 2, K)`` and their validity ``(H + 2, W + 2, K)`` (255 and 0 where no
-    valid sample is)."""
-    C, Hp, Wp = samples.shape[:3]
-    low = np.full((Hp, Wp, C), 255, dtype=np.uint8)
-    high = np.zeros((Hp, Wp, C), dtype=np.uint8)
-    for c in range(C):  # a plane at a time: temporaries of one plane, not of all
-        plane = samples[c]
-        low[..., c] = np.where(valid, plane, np.uint8(255)).min(axis=2)
-        high[..., c] = np.where(valid, plane, np.uint8(0)).max(axis=2)
-    low, high = low.reshape(-1, C), high.reshape(-1, C)
-    return (low, high, *near_envelopes(low, high, (Hp - 2, Wp - 2)))
-
-
-def near_envelopes(
-    own_low: np.ndarray, own_high: np.ndarray, shape: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """:attr:`Appearances.low` and :attr:`~Appearances.high` (over each pixel's 3 x 3
-    neighbourhood) from the padded :attr:`~Appearances.own_low` and
-    :attr:`~Appearances.own_high` of frames of ``shape`` (H, W)."""
-    H, W = shape
-    C = own_low.shape[1]
-    square = np.ones((3, 3), dtype=np.uint8)
-    low = own_low.reshape(H + 2, W + 2, C)
-    high = own_high.reshape(H + 2, W + 2, C)
-    near_low = cv2.erode(low, square, borderType=cv2.BORDER_CONSTANT, borderValue=255)
-    near_high = cv2.dilate(high, square, borderType=cv2.BORDER_CONSTANT, borderValue=0)
-    return (
-        near_low.reshape(H + 2, W + 2, C)[1:-1, 1:-1].reshape(-1, C),
-        near_high.reshape(H + 2, W + 2, C)[1:-1, 1:-1].reshape(-1, C),
     )
