@@ -34,6 +34,13 @@ from bpvideo.masks.budget import (
     sample_grid,
     sample_times,
 )
+from bpvideo.masks.envelopes import (
+    envelopes,
+    frame_envelopes,
+    near_envelopes,
+    outside_envelope,
+    widen,
+)
 from bpvideo.masks.morphology import disk
 
 __all__ = [
@@ -183,18 +190,27 @@ class Appearances:
         grid_w = self.shape[1]
         frames = frames.reshape(len(frames), H * W, -1)
         shifts = np.array([dy * (grid_w + 2) + dx for dy, dx in _OFFSETS], dtype=np.intp)
-        out = np.zeros(candidates.shape, dtype=bool)
-        flat = out.reshape(-1)
-        index = np.flatnonzero(candidates)
-        if not len(index):
-            return out
-        value = frames.reshape(-1, frames.shape[2])[index]
-        cell = index % (H * W)
-        if self.stride > 1:
-            cell = grid_index(cell, W, self.shape, self.stride)
-        inside = _within(value, self.low, self.high, cell, self.radius)
-        flat[index[~inside]] = True
-        index, value, cell = index[inside], value[inside], cell[inside]
+        if self.stride == 1:
+            # the envelope's test on whole frames (OpenCV, uint8): most candidates fail
+            # it, and only the few that pass are gathered
+            out, maybe = self._outside(frames.reshape(len(frames), H, W, -1), candidates)
+            flat = out.reshape(-1)
+            index = np.flatnonzero(maybe)
+            if not len(index):
+                return out
+            value = frames.reshape(-1, frames.shape[2])[index]
+            cell = index % (H * W)
+        else:
+            out = np.zeros(candidates.shape, dtype=bool)
+            flat = out.reshape(-1)
+            index = np.flatnonzero(candidates)
+            if not len(index):
+                return out
+            value = frames.reshape(-1, frames.shape[2])[index]
+            cell = grid_index(index % (H * W), W, self.shape, self.stride)
+            inside = _within(value, self.low, self.high, cell, self.radius)
+            flat[index[~inside]] = True
+            index, value, cell = index[inside], value[inside], cell[inside]
         when = index // (H * W)
         when = first + when if times is None else np.asarray(times, dtype=np.intp)[when]
         at = padded_index(cell, grid_w)
@@ -206,6 +222,16 @@ class Appearances:
             left = self._unmatched(value, at, when, shifts, need)
         flat[index[left]] = True
         return out
+
+    def _outside(self, frames: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, ...]:
+        """:func:`~bpvideo.masks.envelopes.outside_envelope` of ``frames`` (n, H, W, C)
+        with this instance's envelopes widened by :attr:`radius` (made once)."""
+        widened = self.__dict__.get("_widened")
+        if widened is None:
+            shape = (*self.shape, self.low.shape[1])
+            widened = widen(self.low, self.high, self.radius, shape)
+            self.__dict__["_widened"] = widened
+        return outside_envelope(frames, candidates, *widened)
 
     def _unmatched(
         self,
@@ -438,18 +464,20 @@ def build_appearances(
     if frames.ndim == 3:
         frames = frames[..., None]
     K, H, W, C = frames.shape
-    # built in place, a plane and a frame at a time: no whole copy of the samples between
+    # built in place: one strided copy of the frames, no whole copy of the samples between
     samples = np.zeros((C, H + 2, W + 2, K), dtype=np.uint8)
+    samples[:, 1:-1, 1:-1, :] = frames.transpose(3, 1, 2, 0)
     valid = np.zeros((H + 2, W + 2, K), dtype=bool)
+    kept = np.empty((K, H, W), dtype=bool)  # background samples
     grow = disk(MARGIN)
     speck = disk(SPECKLE)
     for k in range(K):
-        for c in range(C):
-            samples[c, 1:-1, 1:-1, k] = frames[k, :, :, c]
         fg = np.ascontiguousarray(foreground[k]).view(np.uint8)
         grown = cv2.morphologyEx(fg, cv2.MORPH_OPEN, speck) if SPECKLE else fg
-        valid[1:-1, 1:-1, k] = cv2.dilate(grown, grow) == 0
-    own_low, own_high, low, high = envelopes(samples, valid)
+        np.equal(cv2.dilate(grown, grow), 0, out=kept[k])
+        valid[1:-1, 1:-1, k] = kept[k]
+    own_low, own_high = frame_envelopes(frames, kept)
+    low, high = near_envelopes(own_low, own_high, (H, W))
     return Appearances(
         samples.reshape(C, -1, K),
         valid.reshape(-1, K),
@@ -462,39 +490,4 @@ def build_appearances(
         own_low,
         own_high,
         stride=stride,
-    )
-
-
-def envelopes(samples: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:attr:`Appearances.own_low`, :attr:`~Appearances.own_high`,
-    :attr:`~Appearances.low` and :attr:`~Appearances.high` of padded samples
-    ``(C, H + 2, W + 2, K)`` and their validity ``(H + 2, W + 2, K)`` (255 and 0 where no
-    valid sample is)."""
-    C, Hp, Wp = samples.shape[:3]
-    low = np.full((Hp, Wp, C), 255, dtype=np.uint8)
-    high = np.zeros((Hp, Wp, C), dtype=np.uint8)
-    for c in range(C):  # a plane at a time: temporaries of one plane, not of all
-        plane = samples[c]
-        low[..., c] = np.where(valid, plane, np.uint8(255)).min(axis=2)
-        high[..., c] = np.where(valid, plane, np.uint8(0)).max(axis=2)
-    low, high = low.reshape(-1, C), high.reshape(-1, C)
-    return (low, high, *near_envelopes(low, high, (Hp - 2, Wp - 2)))
-
-
-def near_envelopes(
-    own_low: np.ndarray, own_high: np.ndarray, shape: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """:attr:`Appearances.low` and :attr:`~Appearances.high` (over each pixel's 3 x 3
-    neighbourhood) from the padded :attr:`~Appearances.own_low` and
-    :attr:`~Appearances.own_high` of frames of ``shape`` (H, W)."""
-    H, W = shape
-    C = own_low.shape[1]
-    square = np.ones((3, 3), dtype=np.uint8)
-    low = own_low.reshape(H + 2, W + 2, C)
-    high = own_high.reshape(H + 2, W + 2, C)
-    near_low = cv2.erode(low, square, borderType=cv2.BORDER_CONSTANT, borderValue=255)
-    near_high = cv2.dilate(high, square, borderType=cv2.BORDER_CONSTANT, borderValue=0)
-    return (
-        near_low.reshape(H + 2, W + 2, C)[1:-1, 1:-1].reshape(-1, C),
-        near_high.reshape(H + 2, W + 2, C)[1:-1, 1:-1].reshape(-1, C),
     )

@@ -315,3 +315,40 @@ def test_a_window_too_large_for_the_samples_of_every_pixel_keeps_a_grid_of_them(
     test[0, 5:15, 5:15] = 255
     out = modes.unexplained(test, np.ones((2, H, W), bool), first=0)
     assert out[0, 6:14, 6:14].all() and not out[1].any()
+
+
+def _brute_unexplained(modes: ap.Appearances, frames: np.ndarray, first: int) -> np.ndarray:
+    """:meth:`~ap.Appearances.unexplained` of every pixel by its definition: fewer than
+    MIN_MATCHES valid samples of the 3 x 3 neighbourhood, from frames far enough in time,
+    within the radius in every channel."""
+    n, H, W, C = frames.shape
+    r = int(np.floor(modes.radius))
+    samples = modes.samples.reshape(C, H + 2, W + 2, -1).astype(int)
+    valid = modes.valid.reshape(H + 2, W + 2, -1)
+    out = np.zeros((n, H, W), dtype=bool)
+    for j in range(n):
+        usable = np.abs(modes.times - (first + j)) > modes.exclude
+        for y in range(H):
+            for x in range(W):
+                v = frames[j, y, x].astype(int)[:, None, None, None]
+                near = samples[:, y : y + 3, x : x + 3]  # padded: the 3 x 3 around (y, x)
+                close = (np.abs(near - v) <= r).all(axis=0) & valid[y : y + 3, x : x + 3]
+                out[j, y, x] = np.count_nonzero(close & usable) < ap.MIN_MATCHES
+    return out
+
+
+def test_envelopes_and_matches_near_0_and_255_are_those_of_the_definition(path):
+    # values near the ends of the uint8 range: the envelope widened by the radius
+    # saturates there, never wraps around
+    rng = np.random.default_rng(3)
+    pick = np.array([0, 1, 3, 6, 120, 249, 252, 254, 255], dtype=np.uint8)
+    frames = rng.choice(pick, size=(8, 6, 7, 3))
+    foreground = rng.random((8, 6, 7)) < 0.1
+    modes = build_appearances(frames, foreground, np.arange(8) * 5, 40, 4.0)
+    K = len(modes.times)
+    low, high, *_ = ap.envelopes(modes.samples.reshape(3, 8, 9, K), modes.valid.reshape(8, 9, K))
+    assert np.array_equal(modes.own_low, low) and np.array_equal(modes.own_high, high)
+    tested = rng.choice(pick, size=(3, 6, 7, 3))
+    got = modes.unexplained(tested, np.ones((3, 6, 7), dtype=bool), first=30)
+    assert np.array_equal(got, _brute_unexplained(modes, tested, first=30))
+    assert 0 < got.sum() < got.size  # both answers occur
