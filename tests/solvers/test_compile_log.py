@@ -68,10 +68,12 @@ def test_a_fresh_cache_compiles_once_then_loads_with_the_same_masks(tmp_path):
     assert np.array_equal(masks[0], masks[1])
 
 
-#: A child's work: the numba solver's warm-up on an empty or full cache; prints how many
-#: kernels this process compiled (its helper's are not counted).
+#: A child's work: the numba solver's warm-up (two threads) on an empty or full cache;
+#: prints how many kernels this process compiled (its helper's are not counted).
 WARM = """
+from bpvideo import cores
 from bpvideo.solvers.backends import compile_log, get_backend
+cores.use(2)  # the helper runs only with two threads or more
 get_backend("numba").warm_up()
 print(compile_log.compiles())
 """

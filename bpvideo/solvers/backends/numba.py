@@ -216,14 +216,15 @@ class NumbaBackend:
         """Load (or compile) the kernels for ``dtype`` now, on a tiny problem.
 
         The cheapest kernel first: when it had to be compiled, the cache is empty (the
-        first run after an install), and a helper process (:mod:`.aside`) compiles the
-        kernels of :func:`warm_rest` into the cache while this thread compiles the fused
-        step, the largest; then every kernel is loaded from the cache, or compiled here
-        if the helper did not cache it."""
+        first run after an install), and, with ``--threads`` above 1, a helper process
+        (:mod:`.aside`) compiles the kernels of :func:`warm_rest` into the cache while
+        this thread compiles the fused step, the largest; then every kernel is loaded from
+        the cache, or compiled here if the helper did not cache it."""
         before = compile_log.compiles()
         W = np.zeros((4, 4), dtype=dtype)
         self.apply_thresholds(W, keep_all(W.shape, dtype))
-        if compile_log.compiles() > before and np.dtype(dtype) == np.float32:
+        cold = compile_log.compiles() > before
+        if cold and np.dtype(dtype) == np.float32 and cores.threads() > 1:
             helper = aside.start(f"{__name__}:warm_rest")
             f = (np.zeros((4, 1), dtype=dtype), np.zeros((4, 1), dtype=dtype))
             self.fused_step(W, W.copy(), W.copy(), W.copy(), None, None, f, f, 0.5, 0.5, 0.5,
