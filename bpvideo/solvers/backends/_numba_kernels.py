@@ -408,7 +408,8 @@ def row_median(A, mask, has_mask, out, lo, hi):
     n = A.shape[1]
     for i in range(lo, hi):
         buf = np.empty(n, dtype=A.dtype)
-        g = 0
+        # int64 from the start: a literal 0 would also compile _select for Literal[int](0)
+        g = np.int64(0)
         for j in range(n):
             if not has_mask or mask[i, j]:
                 buf[g] = A[i, j]

@@ -5,7 +5,8 @@ are cached on disk (``cache=True``): the first run after an install (or an upgra
 numba or of bpvideo) compiles them, later runs load them. numba announces a compilation,
 and only a compilation (not a load from the cache), with its ``numba:compile`` event:
 :func:`watch_compiles` turns the first one of a process into an INFO record of the
-``bpvideo`` logger, and each into a DEBUG record with its seconds.
+``bpvideo`` logger, and each into a DEBUG record with its seconds; :func:`compiles`
+counts them (how :mod:`.numba` tells an empty cache from a full one).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["watch_compiles"]
+__all__ = ["compiles", "watch_compiles"]
 
 logger = logging.getLogger("bpvideo")
 
@@ -33,6 +34,7 @@ def watch_compiles() -> None:
             self.depth = 0
             self.started = 0.0
             self.told = False
+            self.count = 0
 
         def on_start(self, ev) -> None:
             self.depth += 1
@@ -49,9 +51,16 @@ def watch_compiles() -> None:
         def on_end(self, ev) -> None:
             self.depth -= 1
             if self.depth == 0:
+                self.count += 1
                 name = getattr((ev.data or {}).get("dispatcher"), "__name__", "a kernel")
                 logger.debug("numba compiled %s (%.2fs)", name, time.perf_counter() - self.started)
 
     listener = _Compiles()
     event.register("numba:compile", listener)
     _WATCHING.append(listener)
+
+
+def compiles() -> int:
+    """Kernels numba compiled in this process since :func:`watch_compiles` (the outermost
+    compilations: a kernel's callees are part of it)."""
+    return _WATCHING[0].count if _WATCHING else 0
