@@ -16,6 +16,16 @@
 
 ``k`` (``threshold_k``) and ``MIN_AUTO_THRESHOLD`` were chosen by leave-one-sequence-out
 on the dev sequences (docs/quality.md).
+
+A second, pooled test (:func:`pooled_limits`, :attr:`MaskModel.pooled`) finds faint
+objects below that floor where the scene is quiet: a pixel is also foreground when the
+mean of ``|A - L|`` over the :data:`POOL_BOX` x :data:`POOL_BOX` box around it is
+:data:`POOL_K` of its measured spreads above its typical value (both from the window's
+sampled frames, in units of each pixel's own noise ``sigma = max(sensor_noise,
+pixel_noise)``) and its own ``|A - L|`` exceeds ``POOL_PIXEL_K * sigma``: a box of n
+pixels of independent noise varies about sigma / sqrt(n), so an object many pixels wide
+and a few grey levels from the background (cars in fog) shows there while each of its
+pixels is within the noise of the single-pixel test.
 """
 
 from __future__ import annotations
@@ -34,13 +44,27 @@ from bpvideo.robust import masked_median
 __all__ = [
     "AGREE_K",
     "MIN_AUTO_THRESHOLD",
+    "POOLED",
+    "POOL_BOX",
+    "POOL_FLOOR",
+    "POOL_INDEPENDENT",
+    "POOL_K",
+    "POOL_OPEN",
+    "POOL_PIXEL_FLOOR",
+    "POOL_PIXEL_K",
+    "POOL_QUIET",
+    "POOL_SHADOWS",
+    "POOL_STRONG",
     "MaskModel",
     "SampleBlock",
     "agreement",
     "auto_limit",
+    "box_mean",
     "grouped_median",
     "model_from_blocks",
+    "pooled_limits",
     "residual_noise",
+    "signed_residual",
     "temporal_noise",
 ]
 
@@ -61,6 +85,42 @@ _QUARTILE_Z = 0.3186
 #: A pixel whose own threshold is this many times the global one is moving background
 #: (the self-check of ``summary.json``; docs/quality.md).
 DYNAMIC_SPREAD = 3.0
+#: Whether masks take the pooled test (:func:`pooled_limits`; off by default: it costs
+#: dev sequences up to 0.02 of F, docs/method.md).
+POOLED = False
+#: The pooled test: side of the box whose mean ``|A - L|`` is
+#: tested (pixels).
+POOL_BOX = 5
+#: The threshold on the box mean of the signed ``A - L``: ``POOL_K`` times each pixel's
+#: own spread of it over the window's sampled frames (for independent noise sigma / 5
+#: for a 5 x 5 box), never below ``POOL_FLOOR`` grey levels.
+POOL_K = 8.0
+POOL_FLOOR = 2.5
+#: ... and the pixel itself must be this many of its noise levels from the background
+#: (at least ``POOL_PIXEL_FLOOR`` grey levels), so that the box does not widen the object.
+POOL_PIXEL_K = 1.5
+POOL_PIXEL_FLOOR = 2.0
+#: Whether pixels beyond the global threshold pass the pooled test too (then no
+#: background appearance can explain them away).
+POOL_STRONG = True
+#: Whether the pooled test's pixels skip the shadow test (a faint object on a washed-out
+#: view is darker, grey and flat as a shadow on a smooth road is).
+POOL_SHADOWS = True
+#: The pooled test's pixels are opened by a disk of this radius: a faint object is a
+#: solid region of them, the halo or soft edge around a brighter object a thin ring.
+POOL_OPEN = 2
+#: Only quiet pixels take the pooled test: those whose own noise is at most this many
+#: times the quiet part's (the camera's noise, or the lower quartile of the pixels' own):
+#: not water, leaves or flicker, whose residuals are neither Gaussian nor independent
+#: from pixel to pixel.
+POOL_QUIET = 1.5
+#: ... and only pixels whose box mean spreads at most this many times as the mean of
+#: independent noise would (``sigma / POOL_BOX``): codec blocks, light changes and the
+#: background model's own errors move whole patches together, and a box there is no
+#: quieter than a pixel.
+POOL_INDEPENDENT = 1.5
+#: Sampled frames that measure the box mean's typical value and spread.
+POOL_FRAMES = 12
 _DEFAULT = MaskOptions()
 
 
@@ -110,6 +170,12 @@ class MaskModel:
         The background's appearances in the window (:mod:`bpvideo.masks.appearances`):
         pixels beyond the global threshold are then foreground only where none of them
         explains the pixel, and ``local`` serves only to choose the samples.
+    sigma : (H, W) float32 ndarray or None
+        Each pixel's own noise for the pooled test (automatic thresholds, with
+        :data:`POOLED`): ``max(sensor noise, pixel spread)``.
+    pooled : (2, H, W) float32 ndarray or None
+        The pooled test's thresholds (:func:`pooled_limits`): on the box mean of
+        ``|A - L|``, and on the pixel's own; None: no pooled test.
     """
 
     threshold: float
@@ -117,6 +183,8 @@ class MaskModel:
     local: np.ndarray | None = None
     shade: np.ndarray | None = None
     appearances: Appearances | None = None
+    sigma: np.ndarray | None = None
+    pooled: np.ndarray | None = None
 
     @property
     def limit_map(self) -> float | np.ndarray:
@@ -304,7 +372,111 @@ def model_from_blocks(
             spread[unknown] = np.median(spread[~unknown])
         spread = cv2.blur(spread, (_SMOOTH, _SMOOTH))
     value, limit = auto_limit(threshold_k, sensor or 0.0, spread)
-    return MaskModel(value, sensor, limit, shade)
+    sigma = None
+    if POOLED:
+        sigma = np.full((H, W), sensor or 0.0, np.float32)
+        if spread is not None:
+            np.maximum(sigma, spread, out=sigma)
+    return MaskModel(value, sensor, limit, shade, sigma=sigma)
+
+
+def pooled_limits(
+    sigma: np.ndarray, sensor: float, box_means: Iterable[np.ndarray]
+) -> np.ndarray | None:
+    """The thresholds of the pooled test: on ``|b|``, ``b`` the mean of the signed
+    ``A - L`` over a :data:`POOL_BOX` box, :data:`POOL_K` times each pixel's own spread of
+    ``b`` (1.4826 x its median ``|b|`` over the window's ``box_means``: the foreground is
+    a minority of a pixel's frames), at least :data:`POOL_FLOOR`; and on the pixel's own
+    ``|A - L|``, ``POOL_PIXEL_K * sigma``, at least :data:`POOL_PIXEL_FLOOR`.
+
+    Only pixels where pooling helps are tested (elsewhere the box threshold is
+    infinite): quiet ones (``sigma`` at most :data:`POOL_QUIET` times the larger of the
+    camera's noise and the lower quartile of ``sigma``: not water, leaves or flicker),
+    whose box mean spreads as the mean of independent noise does (at most
+    :data:`POOL_INDEPENDENT` times ``sigma / POOL_BOX``): where the background model's
+    error or the light moves whole patches together, a box is no quieter than a pixel.
+
+    Parameters
+    ----------
+    sigma : (H, W) ndarray
+        Each pixel's noise (:attr:`MaskModel.sigma`).
+    sensor : float
+        The camera's noise (:func:`temporal_noise`).
+    box_means : iterable of (H, W) ndarray
+        Box means of the signed ``A - L`` of some sampled frames (pixels beyond the
+        global threshold left out of them).
+
+    Returns
+    -------
+    (2, H, W) float32 ndarray or None
+        None without :data:`POOLED`, or with no pixel to test (no pooled test).
+    """
+    if not POOLED:
+        return None
+    means = [np.abs(b) for b in box_means]
+    if not means:
+        return None
+    own = MAD_SCALE * np.median(np.stack(means), axis=0).astype(np.float32)
+    own = cv2.blur(own, (_SMOOTH, _SMOOTH))
+    # the quiet part's noise: the camera's, or (integer frames round a low noise up in
+    # each pixel's median) the lower quartile of the pixels' own
+    quiet = sigma <= POOL_QUIET * max(sensor, float(np.quantile(sigma, 0.25)))
+    quiet &= own <= POOL_INDEPENDENT * sigma / POOL_BOX
+    if not quiet.any():
+        return None
+    box = np.maximum(POOL_FLOOR, POOL_K * own)
+    box[~quiet] = np.inf
+    pixel = np.maximum(POOL_PIXEL_FLOOR, POOL_PIXEL_K * sigma)
+    return np.stack([box, pixel]).astype(np.float32)
+
+
+def signed_residual(
+    data: np.ndarray, background: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``A - L`` of one frame, the mean of the channels (the pooled test's residual).
+
+    Parameters
+    ----------
+    data, background : (H, W) or (H, W, C) ndarray
+        The frame and its background (a grey background serves every channel).
+    out : (H, W) float32 ndarray, optional
+
+    Returns
+    -------
+    (H, W) float32 ndarray
+    """
+    d = np.asarray(data, np.float32) - np.asarray(background, np.float32)
+    if d.ndim == 3:
+        d = d.mean(axis=2)
+    if out is None:
+        return d.astype(np.float32, copy=False)
+    np.copyto(out, d)
+    return out
+
+
+def box_mean(residual: np.ndarray, strong: np.ndarray) -> np.ndarray:
+    """Mean of ``residual`` over the :data:`POOL_BOX` box around each pixel, over the box's
+    pixels that are not ``strong`` (next to an object, its halo or a soft shadow, the
+    object's own residual must not lift the mean of the pixels around it).
+
+    Parameters
+    ----------
+    residual : (H, W) float32 ndarray
+        ``|A - L|`` of one frame (overwritten: 0 where ``strong``).
+    strong : (H, W) bool ndarray
+        The pixels beyond the global threshold.
+
+    Returns
+    -------
+    (H, W) float32 ndarray
+    """
+    size = (POOL_BOX, POOL_BOX)
+    residual[strong] = 0.0
+    total = cv2.boxFilter(residual, cv2.CV_32F, size, normalize=False,
+                          borderType=cv2.BORDER_REFLECT)  # fmt: skip
+    weak = (~strong).view(np.uint8)
+    count = cv2.boxFilter(weak, cv2.CV_32F, size, normalize=False, borderType=cv2.BORDER_REFLECT)
+    return total / np.maximum(count, 1.0)
 
 
 def _per_pixel(values: np.ndarray, pixels: int, reduce: Callable) -> np.ndarray:

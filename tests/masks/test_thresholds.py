@@ -134,3 +134,55 @@ def test_the_model_of_a_large_frame_holds_float32_maps_not_float64_copies():
     # the maps (shade 12 bytes a pixel, spread and limit 4 each) and one block's
     # temporaries: 36 bytes a pixel here; the float64 copies took it to 88
     assert peak < 50 * H * W
+
+
+def _faint_square(noise: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A quiet grey scene (sensor noise ``noise``) with a square 4 grey levels brighter
+    than the background in 12 of 40 frames: frames, background, true masks."""
+    rng = np.random.default_rng(seed)
+    bg = np.rint(rng.uniform(90, 110, (48, 64)))
+    truth = np.zeros((40, 48, 64), dtype=bool)
+    truth[14:26, 14:34, 20:44] = True
+    frames = bg + 4.0 * truth + rng.normal(0, noise, truth.shape)
+    return np.clip(np.rint(frames), 0, 255).astype(np.uint8), np.repeat(bg[None], 40, 0), truth
+
+
+def test_pooled_test_finds_a_faint_object_below_every_single_pixel_threshold(monkeypatch) -> None:
+    from bpvideo.masks import thresholds
+
+    frames, bg, truth = _faint_square(1.0)
+    # each pixel is 4 grey levels off, under the floor of the single-pixel test
+    alone = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
+    assert alone[truth].mean() < 0.05  # (the default: no pooled test)
+    monkeypatch.setattr(thresholds, "POOLED", True)
+    found = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
+    assert found[truth].mean() > 0.8 and truth[found].mean() > 0.95
+
+
+def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels(monkeypatch) -> None:
+    # the box mean of noise that is the same over 8 x 8 blocks (a codec's blocks, the
+    # background model's own error) varies as much as one pixel's: its measured spread
+    # lifts the box threshold, where independent noise of the same level leaves it low
+    from bpvideo.masks import thresholds
+    from bpvideo.masks.thresholds import box_mean, pooled_limits
+
+    monkeypatch.setattr(thresholds, "POOLED", True)
+    rng = np.random.default_rng(7)
+    sigma = np.full((64, 64), 4.0, np.float32)  # (above the floors)
+    calm = np.zeros((64, 64), dtype=bool)
+
+    def boxes(blocky: bool) -> list[np.ndarray]:
+        out = []
+        for _ in range(8):
+            n = rng.normal(0, 4, (8, 8) if blocky else (64, 64))
+            n = np.kron(n, np.ones((8, 8))) if blocky else n
+            out.append(box_mean(np.abs(n).astype(np.float32), calm))
+        return out
+
+    independent = pooled_limits(sigma, 4.0, boxes(False))
+    correlated = pooled_limits(sigma, 4.0, boxes(True))
+    assert independent is not None and correlated is not None
+    assert np.median(correlated[0]) > 1.5 * np.median(independent[0])
+    # a pixel whose own spread is twice the camera's (water, leaves) takes no pooled test
+    sigma[:8] = 8.0
+    assert np.isinf(pooled_limits(sigma, 4.0, boxes(False))[0][:8]).all()
