@@ -252,7 +252,7 @@ def _faint(
     pixels only (``seen``, (n, H, W) bool, when some are not). None without the test."""
     if model.pooled is None:
         return None
-    box_limit, pixel_limit = model.pooled
+    box_limit, pixel_limit, centre = model.pooled
     frames_first = A.ndim == len(frame_shape) + 1
     n = len(strong)
     H, W = frame_shape[:2]
@@ -267,7 +267,8 @@ def _faint(
             continue
         if not thresholds.POOL_STRONG:
             near &= ~strong[j]
-        mean = np.abs(thresholds.box_mean(r, strong[j]))
+        thresholds.without_light(r, b, strong[j])
+        mean = np.abs(thresholds.box_mean(r, strong[j]) - centre)
         np.logical_and(near, mean > box_limit, out=out[j])
         found = out[j].view(np.uint8)
         if thresholds.POOL_OPEN and out[j].any():  # solid regions only: no object's halo

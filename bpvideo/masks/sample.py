@@ -30,6 +30,7 @@ from bpvideo.masks.thresholds import (
     residual_noise,
     signed_residual,
     temporal_noise,
+    without_light,
 )
 
 __all__ = ["BLOCK_PIXELS", "SAMPLE_FRAMES", "Columns", "Data", "sample_model", "window_model"]
@@ -178,8 +179,11 @@ def _box_means(video: Data, L: Columns, model: MaskModel, cols: np.ndarray) -> I
     for c in pick:
         one = np.array([c])
         a = video.rows(0, m, one).reshape(H, W, -1)
-        r = signed_residual(a, L.block(0, m, one).reshape(H, W, -1))
-        yield box_mean(r, np.abs(r) > model.threshold)
+        b = L.block(0, m, one).reshape(H, W, -1)
+        r = signed_residual(a, b)
+        strong = np.abs(r) > model.threshold
+        without_light(r, b, strong)
+        yield box_mean(r, strong)
 
 
 class _ArrayData:

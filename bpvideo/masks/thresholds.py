@@ -30,6 +30,7 @@ pixels is within the noise of the single-pixel test.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -49,11 +50,13 @@ __all__ = [
     "POOL_FLOOR",
     "POOL_INDEPENDENT",
     "POOL_K",
+    "POOL_LIGHT",
     "POOL_OPEN",
     "POOL_PIXEL_FLOOR",
     "POOL_PIXEL_K",
     "POOL_QUIET",
     "POOL_SHADOWS",
+    "POOL_SIGMA_K",
     "POOL_STRONG",
     "MaskModel",
     "SampleBlock",
@@ -66,6 +69,7 @@ __all__ = [
     "residual_noise",
     "signed_residual",
     "temporal_noise",
+    "without_light",
 ]
 
 #: Smallest automatic threshold, in grey levels (clean footage has almost no noise, but
@@ -87,7 +91,7 @@ _QUARTILE_Z = 0.3186
 DYNAMIC_SPREAD = 3.0
 #: Whether masks take the pooled test (:func:`pooled_limits`; off by default: it costs
 #: dev sequences up to 0.02 of F, docs/method.md).
-POOLED = False
+POOLED = True
 #: The pooled test: side of the box whose mean ``|A - L|`` is
 #: tested (pixels).
 POOL_BOX = 5
@@ -118,7 +122,16 @@ POOL_QUIET = 1.5
 #: independent noise would (``sigma / POOL_BOX``): codec blocks, light changes and the
 #: background model's own errors move whole patches together, and a box there is no
 #: quieter than a pixel.
-POOL_INDEPENDENT = 1.5
+POOL_INDEPENDENT = 1.1
+#: ... and at least this many of the pixel's own noise levels ``sigma``: the pooled test
+#: finds objects somewhat under the single-pixel threshold, not every coherent ripple of
+#: the background model.
+POOL_SIGMA_K = 2.0
+#: Side of the squares (pixels) over which :func:`without_light` measures a change of
+#: light (0: none measured).
+POOL_LIGHT = 16
+#: Backgrounds darker than this (grey levels) count as this dark in the relative change.
+_LIGHT_DARK = 16.0
 #: Sampled frames that measure the box mean's typical value and spread.
 POOL_FRAMES = 12
 _DEFAULT = MaskOptions()
@@ -385,8 +398,9 @@ def pooled_limits(
 ) -> np.ndarray | None:
     """The thresholds of the pooled test: on ``|b|``, ``b`` the mean of the signed
     ``A - L`` over a :data:`POOL_BOX` box, :data:`POOL_K` times each pixel's own spread of
-    ``b`` (1.4826 x its median ``|b|`` over the window's ``box_means``: the foreground is
-    a minority of a pixel's frames), at least :data:`POOL_FLOOR`; and on the pixel's own
+    ``b`` (the lower quartile of ``|b|`` over the window's ``box_means``, over 0.3186:
+    right while the foreground covers at most three quarters of a pixel's frames), at
+    least :data:`POOL_FLOOR`; and on the pixel's own
     ``|A - L|``, ``POOL_PIXEL_K * sigma``, at least :data:`POOL_PIXEL_FLOOR`.
 
     Only pixels where pooling helps are tested (elsewhere the box threshold is
@@ -413,21 +427,26 @@ def pooled_limits(
     """
     if not POOLED:
         return None
-    means = [np.abs(b) for b in box_means]
+    means = list(box_means)
     if not means:
         return None
-    own = MAD_SCALE * np.median(np.stack(means), axis=0).astype(np.float32)
+    stack = np.stack(means)
+    # the background model's own offset there (objects that passed leave a trace in L)
+    centre = np.median(stack, axis=0).astype(np.float32)
+    own = MAD_SCALE * np.median(np.abs(stack - centre), axis=0).astype(np.float32)
     own = cv2.blur(own, (_SMOOTH, _SMOOTH))
     # the quiet part's noise: the camera's, or (integer frames round a low noise up in
     # each pixel's median) the lower quartile of the pixels' own
     quiet = sigma <= POOL_QUIET * max(sensor, float(np.quantile(sigma, 0.25)))
-    quiet &= own <= POOL_INDEPENDENT * sigma / POOL_BOX
     if not quiet.any():
         return None
-    box = np.maximum(POOL_FLOOR, POOL_K * own)
+    # the view's, not each pixel's: where objects pass often, their own spread is theirs
+    if np.median((own / np.maximum(sigma, 1e-3))[quiet]) * POOL_BOX > POOL_INDEPENDENT:
+        return None
+    box = np.maximum(np.maximum(POOL_FLOOR, POOL_K * own), POOL_SIGMA_K * sigma)
     box[~quiet] = np.inf
     pixel = np.maximum(POOL_PIXEL_FLOOR, POOL_PIXEL_K * sigma)
-    return np.stack([box, pixel]).astype(np.float32)
+    return np.stack([box, pixel, centre]).astype(np.float32)
 
 
 def signed_residual(
@@ -452,6 +471,44 @@ def signed_residual(
         return d.astype(np.float32, copy=False)
     np.copyto(out, d)
     return out
+
+
+def without_light(residual: np.ndarray, background: np.ndarray, strong: np.ndarray) -> None:
+    """Take a change of light out of the signed ``residual`` (in place): ``L`` times the
+    relative change ``(A - L) / L`` of its neighbourhood (the median over each
+    :data:`POOL_LIGHT` square of pixels, then the median of 3 x 3 squares, the
+    ``strong`` pixels left out). A cloud, a lamp or the camera's exposure scales whole
+    surfaces by a few percent, a faint object changes only the pixels it covers: a
+    region of a few squares or less (with :data:`POOL_LIGHT` 0 nothing is taken out).
+
+    Parameters
+    ----------
+    residual : (H, W) float32 ndarray
+        ``A - L`` of one frame (:func:`signed_residual`).
+    background : (H, W) or (H, W, C) ndarray
+        ``L`` of that frame.
+    strong : (H, W) bool ndarray
+        The pixels beyond the global threshold.
+    """
+    side = POOL_LIGHT
+    H, W = residual.shape
+    if side <= 0 or H < 3 * side or W < 3 * side:
+        return
+    grey = np.asarray(background, np.float32)
+    if grey.ndim == 3:
+        grey = grey.mean(axis=2)
+    grey = np.maximum(grey, _LIGHT_DARK)
+    rel = residual / grey
+    rel[strong] = np.nan
+    h, w = H // side, W // side
+    blocks = rel[: h * side, : w * side].reshape(h, side, w, side).transpose(0, 2, 1, 3)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a square of strong pixels only
+        coarse = np.nanmedian(blocks.reshape(h, w, -1), axis=2)
+    coarse = np.nan_to_num(coarse).astype(np.float32)
+    coarse = cv2.medianBlur(coarse, 3) if min(h, w) >= 3 else coarse
+    change = cv2.resize(coarse, (W, H), interpolation=cv2.INTER_LINEAR)
+    residual -= change * grey
 
 
 def box_mean(residual: np.ndarray, strong: np.ndarray) -> np.ndarray:
