@@ -151,38 +151,51 @@ def test_pooled_test_finds_a_faint_object_below_every_single_pixel_threshold(mon
     from bpvideo.masks import thresholds
 
     frames, bg, truth = _faint_square(1.0)
-    # each pixel is 4 grey levels off, under the floor of the single-pixel test
-    alone = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
-    assert alone[truth].mean() < 0.05  # (the default: no pooled test)
-    monkeypatch.setattr(thresholds, "POOLED", True)
     found = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
-    assert found[truth].mean() > 0.8 and truth[found].mean() > 0.95
+    assert found[truth].mean() > 0.7 and truth[found].mean() > 0.95
+    # each pixel is 4 grey levels off, under the floor of the single-pixel test
+    monkeypatch.setattr(thresholds, "POOLED", False)
+    alone = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
+    assert alone[truth].mean() < 0.05
 
 
-def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels(monkeypatch) -> None:
+def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels() -> None:
     # the box mean of noise that is the same over 8 x 8 blocks (a codec's blocks, the
-    # background model's own error) varies as much as one pixel's: its measured spread
-    # lifts the box threshold, where independent noise of the same level leaves it low
-    from bpvideo.masks import thresholds
+    # background model's own error, a change of light) varies as much as one pixel's:
+    # no pooled test in that view, where independent noise of the same level takes it
     from bpvideo.masks.thresholds import box_mean, pooled_limits
 
-    monkeypatch.setattr(thresholds, "POOLED", True)
     rng = np.random.default_rng(7)
-    sigma = np.full((64, 64), 4.0, np.float32)  # (above the floors)
+    sigma = np.full((64, 64), 4.0, np.float32)
     calm = np.zeros((64, 64), dtype=bool)
 
     def boxes(blocky: bool) -> list[np.ndarray]:
         out = []
-        for _ in range(8):
+        for _ in range(12):
             n = rng.normal(0, 4, (8, 8) if blocky else (64, 64))
             n = np.kron(n, np.ones((8, 8))) if blocky else n
-            out.append(box_mean(np.abs(n).astype(np.float32), calm))
+            out.append(box_mean(n.astype(np.float32), calm))
         return out
 
     independent = pooled_limits(sigma, 4.0, boxes(False))
-    correlated = pooled_limits(sigma, 4.0, boxes(True))
-    assert independent is not None and correlated is not None
-    assert np.median(correlated[0]) > 1.5 * np.median(independent[0])
+    assert independent is not None and np.isfinite(independent[0]).all()
+    assert np.median(independent[0]) < 0.5 * 6.0 * 4.0  # half the single-pixel threshold
+    assert pooled_limits(sigma, 4.0, boxes(True)) is None
     # a pixel whose own spread is twice the camera's (water, leaves) takes no pooled test
     sigma[:8] = 8.0
     assert np.isinf(pooled_limits(sigma, 4.0, boxes(False))[0][:8]).all()
+
+
+def test_a_change_of_light_is_taken_out_and_a_faint_object_kept() -> None:
+    from bpvideo.masks.thresholds import without_light
+
+    rng = np.random.default_rng(3)
+    bg = rng.uniform(60, 200, (96, 128)).astype(np.float32)
+    frame = bg * 0.95  # the exposure drops 5 %: every surface darkens in proportion
+    frame[40:52, 50:66] -= 6.0  # and a faint object, 12 x 16 pixels
+    r = frame - bg
+    without_light(r, bg, np.zeros(r.shape, dtype=bool))
+    outside = np.ones(r.shape, dtype=bool)
+    outside[36:56, 46:70] = False
+    assert np.abs(r[outside]).max() < 1.0  # was up to 10 grey levels
+    assert np.median(r[40:52, 50:66]) < -5.0
