@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
-from bpvideo.masks import thresholds
+from bpvideo.masks import pooled
 from bpvideo.masks.appearances import Appearances
 from bpvideo.masks.morphology import disk
 from bpvideo.masks.options import MaskOptions
@@ -198,7 +198,7 @@ def foreground_masks(
     out = _pixel_masks(raw, frames_first, n, frame_shape)
     del raw
     if model is not None:
-        faint = _faint(A, L, model, frame_shape, out, seen)
+        faint = pooled.faint_pixels(A, L, model, frame_shape, out, seen)
         if seen is None and open_radius > 0 and model.appearances is not None:
             _drop_speckle(out, open_radius, faint)  # the same masks in the end, fewer to test
         _explained_away(out, A, L, model, frames, frame_shape, frame_offset, faint)
@@ -236,53 +236,6 @@ def _drop_speckle(out: np.ndarray, radius: int, faint: np.ndarray | None = None)
             out[j] &= cv2.morphologyEx(mask.view(np.uint8), cv2.MORPH_OPEN, opening).view(bool)
 
 
-def _faint(
-    A: np.ndarray,
-    L: np.ndarray,
-    model: MaskModel,
-    frame_shape: tuple[int, ...],
-    strong: np.ndarray,
-    seen: np.ndarray | None = None,
-) -> np.ndarray | None:
-    """The pooled test (:func:`~bpvideo.masks.thresholds.pooled_limits`): (n, H, W) bool,
-    the pixels beyond the pixel limit whose box mean of the signed ``A - L`` (the mean of
-    the channels; the box's ``strong`` pixels, beyond the global threshold, left out) is
-    beyond the box limit either way, opened by ``POOL_OPEN``, then grown by half the box into
-    pixels beyond the pixel limit; ``strong`` pixels only with ``POOL_STRONG``; observed
-    pixels only (``seen``, (n, H, W) bool, when some are not). None without the test."""
-    if model.pooled is None:
-        return None
-    box_limit, pixel_limit, centre = model.pooled
-    frames_first = A.ndim == len(frame_shape) + 1
-    n = len(strong)
-    H, W = frame_shape[:2]
-    out = np.zeros((n, H, W), dtype=bool)
-    r = np.empty((H, W), dtype=np.float32)
-    for j in range(n):
-        a = A[j] if frames_first else A[:, j].reshape(frame_shape)
-        b = L[j] if frames_first else L[:, j].reshape(frame_shape)
-        thresholds.signed_residual(a, b, out=r)
-        near = np.abs(r) > pixel_limit
-        if not near.any():
-            continue
-        if not thresholds.POOL_STRONG:
-            near &= ~strong[j]
-        thresholds.without_light(r, b, strong[j])
-        mean = np.abs(thresholds.box_mean(r, strong[j]) - centre)
-        np.logical_and(near, mean > box_limit, out=out[j])
-        found = out[j].view(np.uint8)
-        if thresholds.POOL_OPEN and out[j].any():  # solid regions only: no object's halo
-            found = cv2.morphologyEx(found, cv2.MORPH_OPEN, disk(thresholds.POOL_OPEN))
-        if found.any():  # then out to the object's edge, where its box is half outside
-            grown = cv2.dilate(found, disk(thresholds.POOL_BOX // 2)).view(bool)
-            np.logical_and(near, grown, out=out[j])
-        else:
-            out[j] = False
-    if seen is not None:
-        out &= seen
-    return out
-
-
 def _explained_away(
     out: np.ndarray,
     A: np.ndarray,
@@ -300,12 +253,12 @@ def _explained_away(
     if model.appearances is not None and out.any():
         looks = _looks(A, frames, model.appearances, frame_shape)
         out &= model.appearances.unexplained(looks, out, first)
-    if faint is not None and not thresholds.POOL_SHADOWS:
+    if faint is not None and not pooled.POOL_SHADOWS:
         out |= faint
     if model.shade is not None and frames is not None and out.any():
         grey, bg = _grey_frames(A, L, A.ndim == len(frame_shape) + 1, frame_shape)
         out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
-    if faint is not None and thresholds.POOL_SHADOWS:
+    if faint is not None and pooled.POOL_SHADOWS:
         out |= faint
 
 

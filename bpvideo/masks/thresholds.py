@@ -16,21 +16,10 @@
 
 ``k`` (``threshold_k``) and ``MIN_AUTO_THRESHOLD`` were chosen by leave-one-sequence-out
 on the dev sequences (docs/quality.md).
-
-A second, pooled test (:func:`pooled_limits`, :attr:`MaskModel.pooled`) finds faint
-objects below that floor where the scene is quiet: a pixel is also foreground when the
-mean of ``|A - L|`` over the :data:`POOL_BOX` x :data:`POOL_BOX` box around it is
-:data:`POOL_K` of its measured spreads above its typical value (both from the window's
-sampled frames, in units of each pixel's own noise ``sigma = max(sensor_noise,
-pixel_noise)``) and its own ``|A - L|`` exceeds ``POOL_PIXEL_K * sigma``: a box of n
-pixels of independent noise varies about sigma / sqrt(n), so an object many pixels wide
-and a few grey levels from the background (cars in fog) shows there while each of its
-pixels is within the noise of the single-pixel test.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -45,31 +34,14 @@ from bpvideo.robust import masked_median
 __all__ = [
     "AGREE_K",
     "MIN_AUTO_THRESHOLD",
-    "POOLED",
-    "POOL_BOX",
-    "POOL_FLOOR",
-    "POOL_INDEPENDENT",
-    "POOL_K",
-    "POOL_LIGHT",
-    "POOL_OPEN",
-    "POOL_PIXEL_FLOOR",
-    "POOL_PIXEL_K",
-    "POOL_QUIET",
-    "POOL_SHADOWS",
-    "POOL_SIGMA_K",
-    "POOL_STRONG",
     "MaskModel",
     "SampleBlock",
     "agreement",
     "auto_limit",
-    "box_mean",
     "grouped_median",
     "model_from_blocks",
-    "pooled_limits",
     "residual_noise",
-    "signed_residual",
     "temporal_noise",
-    "without_light",
 ]
 
 #: Smallest automatic threshold, in grey levels (clean footage has almost no noise, but
@@ -89,51 +61,6 @@ _QUARTILE_Z = 0.3186
 #: A pixel whose own threshold is this many times the global one is moving background
 #: (the self-check of ``summary.json``; docs/quality.md).
 DYNAMIC_SPREAD = 3.0
-#: Whether masks take the pooled test (:func:`pooled_limits`; off by default: it costs
-#: dev sequences up to 0.02 of F, docs/method.md).
-POOLED = True
-#: The pooled test: side of the box whose mean ``|A - L|`` is
-#: tested (pixels).
-POOL_BOX = 5
-#: The threshold on the box mean of the signed ``A - L``: ``POOL_K`` times each pixel's
-#: own spread of it over the window's sampled frames (for independent noise sigma / 5
-#: for a 5 x 5 box), never below ``POOL_FLOOR`` grey levels.
-POOL_K = 8.0
-POOL_FLOOR = 2.5
-#: ... and the pixel itself must be this many of its noise levels from the background
-#: (at least ``POOL_PIXEL_FLOOR`` grey levels), so that the box does not widen the object.
-POOL_PIXEL_K = 1.5
-POOL_PIXEL_FLOOR = 2.0
-#: Whether pixels beyond the global threshold pass the pooled test too (then no
-#: background appearance can explain them away).
-POOL_STRONG = True
-#: Whether the pooled test's pixels skip the shadow test (a faint object on a washed-out
-#: view is darker, grey and flat as a shadow on a smooth road is).
-POOL_SHADOWS = True
-#: The pooled test's pixels are opened by a disk of this radius: a faint object is a
-#: solid region of them, the halo or soft edge around a brighter object a thin ring.
-POOL_OPEN = 2
-#: Only quiet pixels take the pooled test: those whose own noise is at most this many
-#: times the quiet part's (the camera's noise, or the lower quartile of the pixels' own):
-#: not water, leaves or flicker, whose residuals are neither Gaussian nor independent
-#: from pixel to pixel.
-POOL_QUIET = 1.5
-#: ... and only pixels whose box mean spreads at most this many times as the mean of
-#: independent noise would (``sigma / POOL_BOX``): codec blocks, light changes and the
-#: background model's own errors move whole patches together, and a box there is no
-#: quieter than a pixel.
-POOL_INDEPENDENT = 1.1
-#: ... and at least this many of the pixel's own noise levels ``sigma``: the pooled test
-#: finds objects somewhat under the single-pixel threshold, not every coherent ripple of
-#: the background model.
-POOL_SIGMA_K = 2.0
-#: Side of the squares (pixels) over which :func:`without_light` measures a change of
-#: light (0: none measured).
-POOL_LIGHT = 16
-#: Backgrounds darker than this (grey levels) count as this dark in the relative change.
-_LIGHT_DARK = 16.0
-#: Sampled frames that measure the box mean's typical value and spread.
-POOL_FRAMES = 12
 _DEFAULT = MaskOptions()
 
 
@@ -184,11 +111,12 @@ class MaskModel:
         pixels beyond the global threshold are then foreground only where none of them
         explains the pixel, and ``local`` serves only to choose the samples.
     sigma : (H, W) float32 ndarray or None
-        Each pixel's own noise for the pooled test (automatic thresholds, with
-        :data:`POOLED`): ``max(sensor noise, pixel spread)``.
+        Each pixel's own noise for the pooled test (:mod:`bpvideo.masks.pooled`;
+        automatic thresholds): ``max(sensor noise, pixel spread)``.
     pooled : (2, H, W) float32 ndarray or None
-        The pooled test's thresholds (:func:`pooled_limits`): on the box mean of
-        ``|A - L|``, and on the pixel's own; None: no pooled test.
+        The pooled test's maps (:func:`bpvideo.masks.pooled.pooled_limits`): the
+        threshold on the box mean of ``A - L``, on the pixel's own, and the box
+        mean's typical value; None: no pooled test.
     """
 
     threshold: float
@@ -385,155 +313,10 @@ def model_from_blocks(
             spread[unknown] = np.median(spread[~unknown])
         spread = cv2.blur(spread, (_SMOOTH, _SMOOTH))
     value, limit = auto_limit(threshold_k, sensor or 0.0, spread)
-    sigma = None
-    if POOLED:
-        sigma = np.full((H, W), sensor or 0.0, np.float32)
-        if spread is not None:
-            np.maximum(sigma, spread, out=sigma)
+    sigma = np.full((H, W), sensor or 0.0, np.float32)  # (the pooled test's noise)
+    if spread is not None:
+        np.maximum(sigma, spread, out=sigma)
     return MaskModel(value, sensor, limit, shade, sigma=sigma)
-
-
-def pooled_limits(
-    sigma: np.ndarray, sensor: float, box_means: Iterable[np.ndarray]
-) -> np.ndarray | None:
-    """The thresholds of the pooled test: on ``|b|``, ``b`` the mean of the signed
-    ``A - L`` over a :data:`POOL_BOX` box, :data:`POOL_K` times each pixel's own spread of
-    ``b`` (the lower quartile of ``|b|`` over the window's ``box_means``, over 0.3186:
-    right while the foreground covers at most three quarters of a pixel's frames), at
-    least :data:`POOL_FLOOR`; and on the pixel's own
-    ``|A - L|``, ``POOL_PIXEL_K * sigma``, at least :data:`POOL_PIXEL_FLOOR`.
-
-    Only pixels where pooling helps are tested (elsewhere the box threshold is
-    infinite): quiet ones (``sigma`` at most :data:`POOL_QUIET` times the larger of the
-    camera's noise and the lower quartile of ``sigma``: not water, leaves or flicker),
-    whose box mean spreads as the mean of independent noise does (at most
-    :data:`POOL_INDEPENDENT` times ``sigma / POOL_BOX``): where the background model's
-    error or the light moves whole patches together, a box is no quieter than a pixel.
-
-    Parameters
-    ----------
-    sigma : (H, W) ndarray
-        Each pixel's noise (:attr:`MaskModel.sigma`).
-    sensor : float
-        The camera's noise (:func:`temporal_noise`).
-    box_means : iterable of (H, W) ndarray
-        Box means of the signed ``A - L`` of some sampled frames (pixels beyond the
-        global threshold left out of them).
-
-    Returns
-    -------
-    (2, H, W) float32 ndarray or None
-        None without :data:`POOLED`, or with no pixel to test (no pooled test).
-    """
-    if not POOLED:
-        return None
-    means = list(box_means)
-    if not means:
-        return None
-    stack = np.stack(means)
-    # the background model's own offset there (objects that passed leave a trace in L)
-    centre = np.median(stack, axis=0).astype(np.float32)
-    own = MAD_SCALE * np.median(np.abs(stack - centre), axis=0).astype(np.float32)
-    own = cv2.blur(own, (_SMOOTH, _SMOOTH))
-    # the quiet part's noise: the camera's, or (integer frames round a low noise up in
-    # each pixel's median) the lower quartile of the pixels' own
-    quiet = sigma <= POOL_QUIET * max(sensor, float(np.quantile(sigma, 0.25)))
-    if not quiet.any():
-        return None
-    # the view's, not each pixel's: where objects pass often, their own spread is theirs
-    if np.median((own / np.maximum(sigma, 1e-3))[quiet]) * POOL_BOX > POOL_INDEPENDENT:
-        return None
-    box = np.maximum(np.maximum(POOL_FLOOR, POOL_K * own), POOL_SIGMA_K * sigma)
-    box[~quiet] = np.inf
-    pixel = np.maximum(POOL_PIXEL_FLOOR, POOL_PIXEL_K * sigma)
-    return np.stack([box, pixel, centre]).astype(np.float32)
-
-
-def signed_residual(
-    data: np.ndarray, background: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
-    """``A - L`` of one frame, the mean of the channels (the pooled test's residual).
-
-    Parameters
-    ----------
-    data, background : (H, W) or (H, W, C) ndarray
-        The frame and its background (a grey background serves every channel).
-    out : (H, W) float32 ndarray, optional
-
-    Returns
-    -------
-    (H, W) float32 ndarray
-    """
-    d = np.asarray(data, np.float32) - np.asarray(background, np.float32)
-    if d.ndim == 3:
-        d = d.mean(axis=2)
-    if out is None:
-        return d.astype(np.float32, copy=False)
-    np.copyto(out, d)
-    return out
-
-
-def without_light(residual: np.ndarray, background: np.ndarray, strong: np.ndarray) -> None:
-    """Take a change of light out of the signed ``residual`` (in place): ``L`` times the
-    relative change ``(A - L) / L`` of its neighbourhood (the median over each
-    :data:`POOL_LIGHT` square of pixels, then the median of 3 x 3 squares, the
-    ``strong`` pixels left out). A cloud, a lamp or the camera's exposure scales whole
-    surfaces by a few percent, a faint object changes only the pixels it covers: a
-    region of a few squares or less (with :data:`POOL_LIGHT` 0 nothing is taken out).
-
-    Parameters
-    ----------
-    residual : (H, W) float32 ndarray
-        ``A - L`` of one frame (:func:`signed_residual`).
-    background : (H, W) or (H, W, C) ndarray
-        ``L`` of that frame.
-    strong : (H, W) bool ndarray
-        The pixels beyond the global threshold.
-    """
-    side = POOL_LIGHT
-    H, W = residual.shape
-    if side <= 0 or H < 3 * side or W < 3 * side:
-        return
-    grey = np.asarray(background, np.float32)
-    if grey.ndim == 3:
-        grey = grey.mean(axis=2)
-    grey = np.maximum(grey, _LIGHT_DARK)
-    rel = residual / grey
-    rel[strong] = np.nan
-    h, w = H // side, W // side
-    blocks = rel[: h * side, : w * side].reshape(h, side, w, side).transpose(0, 2, 1, 3)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a square of strong pixels only
-        coarse = np.nanmedian(blocks.reshape(h, w, -1), axis=2)
-    coarse = np.nan_to_num(coarse).astype(np.float32)
-    coarse = cv2.medianBlur(coarse, 3) if min(h, w) >= 3 else coarse
-    change = cv2.resize(coarse, (W, H), interpolation=cv2.INTER_LINEAR)
-    residual -= change * grey
-
-
-def box_mean(residual: np.ndarray, strong: np.ndarray) -> np.ndarray:
-    """Mean of ``residual`` over the :data:`POOL_BOX` box around each pixel, over the box's
-    pixels that are not ``strong`` (next to an object, its halo or a soft shadow, the
-    object's own residual must not lift the mean of the pixels around it).
-
-    Parameters
-    ----------
-    residual : (H, W) float32 ndarray
-        ``|A - L|`` of one frame (overwritten: 0 where ``strong``).
-    strong : (H, W) bool ndarray
-        The pixels beyond the global threshold.
-
-    Returns
-    -------
-    (H, W) float32 ndarray
-    """
-    size = (POOL_BOX, POOL_BOX)
-    residual[strong] = 0.0
-    total = cv2.boxFilter(residual, cv2.CV_32F, size, normalize=False,
-                          borderType=cv2.BORDER_REFLECT)  # fmt: skip
-    weak = (~strong).view(np.uint8)
-    count = cv2.boxFilter(weak, cv2.CV_32F, size, normalize=False, borderType=cv2.BORDER_REFLECT)
-    return total / np.maximum(count, 1.0)
 
 
 def _per_pixel(values: np.ndarray, pixels: int, reduce: Callable) -> np.ndarray:

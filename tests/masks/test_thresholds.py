@@ -148,13 +148,13 @@ def _faint_square(noise: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray, 
 
 
 def test_pooled_test_finds_a_faint_object_below_every_single_pixel_threshold(monkeypatch) -> None:
-    from bpvideo.masks import thresholds
+    from bpvideo.masks import pooled
 
     frames, bg, truth = _faint_square(1.0)
     found = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
     assert found[truth].mean() > 0.7 and truth[found].mean() > 0.95
     # each pixel is 4 grey levels off, under the floor of the single-pixel test
-    monkeypatch.setattr(thresholds, "POOLED", False)
+    monkeypatch.setattr(pooled, "POOLED", False)
     alone = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
     assert alone[truth].mean() < 0.05
 
@@ -163,7 +163,7 @@ def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels() 
     # the box mean of noise that is the same over 8 x 8 blocks (a codec's blocks, the
     # background model's own error, a change of light) varies as much as one pixel's:
     # no pooled test in that view, where independent noise of the same level takes it
-    from bpvideo.masks.thresholds import box_mean, pooled_limits
+    from bpvideo.masks.pooled import box_mean, pooled_limits
 
     rng = np.random.default_rng(7)
     sigma = np.full((64, 64), 4.0, np.float32)
@@ -187,7 +187,7 @@ def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels() 
 
 
 def test_a_change_of_light_is_taken_out_and_a_faint_object_kept() -> None:
-    from bpvideo.masks.thresholds import without_light
+    from bpvideo.masks.pooled import without_light
 
     rng = np.random.default_rng(3)
     bg = rng.uniform(60, 200, (96, 128)).astype(np.float32)
