@@ -12,7 +12,6 @@ a pixel (docs/method.md, "Faint objects").
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable
 
 import cv2
@@ -198,13 +197,22 @@ def without_light(residual: np.ndarray, background: np.ndarray, strong: np.ndarr
     rel[strong] = np.nan
     h, w = H // side, W // side
     blocks = rel[: h * side, : w * side].reshape(h, side, w, side).transpose(0, 2, 1, 3)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a square of strong pixels only
-        coarse = np.nanmedian(blocks.reshape(h, w, -1), axis=2)
-    coarse = np.nan_to_num(coarse).astype(np.float32)
+    coarse = _nan_median(blocks.reshape(h, w, -1))
     coarse = cv2.medianBlur(coarse, 3) if min(h, w) >= 3 else coarse
     change = cv2.resize(coarse, (W, H), interpolation=cv2.INTER_LINEAR)
     residual -= change * grey
+
+
+def _nan_median(values: np.ndarray) -> np.ndarray:
+    """``np.nanmedian`` over the last axis of float32 ``values``, 0 where all are NaN
+    (a sort: NaN go last; several times faster than ``nanmedian`` on small rows)."""
+    ordered = np.sort(values, axis=-1)
+    count = values.shape[-1] - np.isnan(values).sum(axis=-1)
+    low = np.take_along_axis(ordered, np.maximum(count - 1, 0)[..., None] // 2, -1)[..., 0]
+    high = np.take_along_axis(ordered, np.minimum(count // 2, values.shape[-1] - 1)[..., None], -1)[
+        ..., 0
+    ]
+    return np.where(count > 0, (low + high) / 2, 0.0).astype(np.float32)
 
 
 def box_mean(residual: np.ndarray, strong: np.ndarray) -> np.ndarray:
