@@ -84,9 +84,6 @@ POOL_SIGMA_K = 2.0
 POOL_LIGHT = 16
 #: Backgrounds darker than this (grey levels) count as this dark in the relative change.
 _LIGHT_DARK = 16.0
-#: The view's test of independent noise reads every this-many-th pixel of each line and
-#: column.
-_GATE_STEP = 4
 #: Sampled frames that measure the box mean's typical value and spread.
 POOL_FRAMES = 12
 
@@ -134,20 +131,13 @@ def pooled_limits(
     quiet = sigma <= POOL_QUIET * max(sensor, float(np.quantile(sigma, 0.25)))
     if not quiet.any():
         return None
-    # the view's, not each pixel's: where objects pass often, their own spread is theirs
-    # (on every _GATE_STEP-th pixel: most views stop here, and it is their whole cost)
-    step = (slice(None, None, _GATE_STEP),) * 2
-    some = stack[(slice(None), *step)]
-    spread = MAD_SCALE * np.median(np.abs(some - np.median(some, axis=0)), axis=0)
-    if (
-        np.median((spread / np.maximum(sigma[step], 1e-3))[quiet[step]]) * POOL_BOX
-        > POOL_INDEPENDENT
-    ):
-        return None
     # the background model's own offset there (objects that passed leave a trace in L)
     centre = np.median(stack, axis=0).astype(np.float32)
     own = MAD_SCALE * np.median(np.abs(stack - centre), axis=0).astype(np.float32)
     own = cv2.blur(own, (_SMOOTH, _SMOOTH))
+    # the view's, not each pixel's: where objects pass often, their own spread is theirs
+    if np.median((own / np.maximum(sigma, 1e-3))[quiet]) * POOL_BOX > POOL_INDEPENDENT:
+        return None
     box = np.maximum(np.maximum(POOL_FLOOR, POOL_K * own), POOL_SIGMA_K * sigma)
     box[~quiet] = np.inf
     pixel = np.maximum(POOL_PIXEL_FLOOR, POOL_PIXEL_K * sigma)
