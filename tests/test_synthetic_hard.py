@@ -201,7 +201,7 @@ def _f(masks: np.ndarray, truth: np.ndarray) -> float:
 #: a change that reaches 0.8 fails its test until the marker is removed.
 FAILING_TODAY = {
     "snow": "snow specks hide a car that drives in and stops: recall 0.50 (F 0.66)",
-    "fog": "objects a few grey levels from the road are under every threshold (F 0.00)",
+    "fog": "the pooled test finds 0.66 of the faint cars at 96x72 (0.81 at 160x120)",
 }
 
 
@@ -226,3 +226,13 @@ def test_near_lens_foliage_is_background_with_bursts_background():
     # background appearance: what the default (bursts="foreground") is for
     scene = make_adverse_scene("near_lens", **SMALL)
     assert _f(separate(scene.frames, bursts="background").masks, scene.masks) < 0.7
+
+
+@pytest.mark.slow
+def test_pooled_test_finds_the_faint_cars_in_fog():
+    # under every single-pixel threshold (F 0.00 without the pooled test); short of the
+    # issue's 0.8 at this size (0.81 at 160x120, docs/quality.md), at no cost in precision
+    scene = make_adverse_scene("fog", **SMALL)
+    masks = separate(scene.frames).masks
+    assert _f(masks, scene.masks) >= 0.6
+    assert np.count_nonzero(masks & scene.masks) >= 0.97 * np.count_nonzero(masks)

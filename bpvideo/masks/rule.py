@@ -23,6 +23,7 @@ import cv2
 import numpy as np
 
 from bpvideo.errors import InputError
+from bpvideo.masks import pooled
 from bpvideo.masks.appearances import Appearances
 from bpvideo.masks.morphology import disk
 from bpvideo.masks.options import MaskOptions
@@ -197,9 +198,10 @@ def foreground_masks(
     out = _pixel_masks(raw, frames_first, n, frame_shape)
     del raw
     if model is not None:
+        faint = pooled.faint_pixels(A, L, model, frame_shape, out, seen)
         if seen is None and open_radius > 0 and model.appearances is not None:
-            _drop_speckle(out, open_radius)  # the same masks in the end, fewer to test
-        _explained_away(out, A, L, model, frames, frame_shape, frame_offset)
+            _drop_speckle(out, open_radius, faint)  # the same masks in the end, fewer to test
+        _explained_away(out, A, L, model, frames, frame_shape, frame_offset, faint)
     _clean_all(out, seen, (open_radius, close_radius, min_area))
     return MaskResult(masks=out, model=model)
 
@@ -218,8 +220,9 @@ def _clean_all(out: np.ndarray, seen: np.ndarray | None, radii: tuple[int, int, 
             out[j][never] = False  # seen in no frame: never foreground
 
 
-def _drop_speckle(out: np.ndarray, radius: int) -> None:
-    """Clear the pixels of each mask that its opening by ``radius`` would clear (in place).
+def _drop_speckle(out: np.ndarray, radius: int, faint: np.ndarray | None = None) -> None:
+    """Clear the pixels of each mask that its opening by ``radius`` would clear (in place),
+    the opening of the candidates ``out`` with the ``faint`` ones (which join them later).
 
     The clean-up starts with that opening, and an opening of any subset ``X`` of a mask
     ``A`` equals the opening of ``X`` within the opening of ``A`` (every disk inside ``X``
@@ -228,9 +231,9 @@ def _drop_speckle(out: np.ndarray, radius: int) -> None:
     """
     opening = disk(radius)
     for j in range(len(out)):
-        mask = out[j].view(np.uint8)
+        mask = out[j] if faint is None else out[j] | faint[j]
         if mask.any():
-            out[j] &= cv2.morphologyEx(mask, cv2.MORPH_OPEN, opening).view(bool)
+            out[j] &= cv2.morphologyEx(mask.view(np.uint8), cv2.MORPH_OPEN, opening).view(bool)
 
 
 def _explained_away(
@@ -241,15 +244,22 @@ def _explained_away(
     frames: np.ndarray | None,
     frame_shape: tuple[int, ...],
     first: int,
+    faint: np.ndarray | None = None,
 ) -> None:
-    """Clear from the masks ``out`` the pixels a background appearance explains, then
-    cast shadows (in place)."""
+    """Clear from the masks ``out`` the pixels a background appearance explains, add the
+    ``faint`` ones (within the global threshold of the background, every appearance
+    would explain them: their own noise limits them instead), then clear cast shadows
+    (in place)."""
     if model.appearances is not None and out.any():
         looks = _looks(A, frames, model.appearances, frame_shape)
         out &= model.appearances.unexplained(looks, out, first)
+    if faint is not None and not pooled.POOL_SHADOWS:
+        out |= faint
     if model.shade is not None and frames is not None and out.any():
         grey, bg = _grey_frames(A, L, A.ndim == len(frame_shape) + 1, frame_shape)
         out &= ~shadow_pixels(grey, bg, frames, model.shade, out)
+    if faint is not None and pooled.POOL_SHADOWS:
+        out |= faint
 
 
 #: Side of the square whose observed pixels decide an unobserved pixel of a mask.

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bpvideo.masks import pooled
 from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_grid
 from bpvideo.masks.bursts import burst_samples, foreground_bursts
 from bpvideo.masks.options import MaskOptions
@@ -157,7 +158,28 @@ def window_model(
         if options.bursts == "foreground" and isinstance(observed, np.ndarray):
             bursts = _Bursts(observed, rows)
         model.appearances = _appearances(video, L, model, options.appearances, bursts)
+    if pooled.POOLED and model.sigma is not None:
+        model.pooled = pooled.pooled_limits(
+            model.sigma, model.noise or 0.0, _box_means(video, L, model, cols)
+        )
     return model
+
+
+def _box_means(video: Data, L: Columns, model: MaskModel, cols: np.ndarray) -> Iterator[np.ndarray]:
+    """:func:`~bpvideo.masks.pooled.box_mean` of the signed ``A - L`` (the mean of the
+    channels) of :data:`~bpvideo.masks.pooled.POOL_FRAMES` of the sampled frames."""
+    H, W = video.frame_shape[:2]
+    m = video.shape[0]
+    pick = cols[np.unique(np.linspace(0, len(cols) - 1, min(len(cols), pooled.POOL_FRAMES)).round())
+                .astype(np.intp)]  # fmt: skip
+    for c in pick:
+        one = np.array([c])
+        a = video.rows(0, m, one).reshape(H, W, -1)
+        b = L.block(0, m, one).reshape(H, W, -1)
+        r = pooled.signed_residual(a, b)
+        strong = np.abs(r) > model.threshold
+        pooled.without_light(r, b, strong)
+        yield pooled.box_mean(r, strong)
 
 
 class _ArrayData:

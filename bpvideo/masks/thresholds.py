@@ -110,6 +110,13 @@ class MaskModel:
         The background's appearances in the window (:mod:`bpvideo.masks.appearances`):
         pixels beyond the global threshold are then foreground only where none of them
         explains the pixel, and ``local`` serves only to choose the samples.
+    sigma : (H, W) float32 ndarray or None
+        Each pixel's own noise for the pooled test (:mod:`bpvideo.masks.pooled`;
+        automatic thresholds): ``max(sensor noise, pixel spread)``.
+    pooled : (2, H, W) float32 ndarray or None
+        The pooled test's maps (:func:`bpvideo.masks.pooled.pooled_limits`): the
+        threshold on the box mean of ``A - L``, on the pixel's own, and the box
+        mean's typical value; None: no pooled test.
     """
 
     threshold: float
@@ -117,6 +124,8 @@ class MaskModel:
     local: np.ndarray | None = None
     shade: np.ndarray | None = None
     appearances: Appearances | None = None
+    sigma: np.ndarray | None = None
+    pooled: np.ndarray | None = None
 
     @property
     def limit_map(self) -> float | np.ndarray:
@@ -304,7 +313,10 @@ def model_from_blocks(
             spread[unknown] = np.median(spread[~unknown])
         spread = cv2.blur(spread, (_SMOOTH, _SMOOTH))
     value, limit = auto_limit(threshold_k, sensor or 0.0, spread)
-    return MaskModel(value, sensor, limit, shade)
+    sigma = np.full((H, W), sensor or 0.0, np.float32)  # (the pooled test's noise)
+    if spread is not None:
+        np.maximum(sigma, spread, out=sigma)
+    return MaskModel(value, sensor, limit, shade, sigma=sigma)
 
 
 def _per_pixel(values: np.ndarray, pixels: int, reduce: Callable) -> np.ndarray:

@@ -139,7 +139,7 @@ def test_untested_speckle_changes_no_mask(monkeypatch):
     frames = scene.frames.copy()
     frames[rng.random(frames.shape[:3]) < 0.02] = 255  # speckle everywhere
     with_drop = separate(frames).masks
-    monkeypatch.setattr(rule, "_drop_speckle", lambda out, radius: None)
+    monkeypatch.setattr(rule, "_drop_speckle", lambda out, radius, faint=None: None)
     without = separate(frames).masks
     assert with_drop.any() and np.array_equal(with_drop, without)
 

@@ -134,3 +134,68 @@ def test_the_model_of_a_large_frame_holds_float32_maps_not_float64_copies():
     # the maps (shade 12 bytes a pixel, spread and limit 4 each) and one block's
     # temporaries: 36 bytes a pixel here; the float64 copies took it to 88
     assert peak < 50 * H * W
+
+
+def _faint_square(noise: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A quiet grey scene (sensor noise ``noise``) with a square 4 grey levels brighter
+    than the background in 12 of 40 frames: frames, background, true masks."""
+    rng = np.random.default_rng(seed)
+    bg = np.rint(rng.uniform(90, 110, (48, 64)))
+    truth = np.zeros((40, 48, 64), dtype=bool)
+    truth[14:26, 14:34, 20:44] = True
+    frames = bg + 4.0 * truth + rng.normal(0, noise, truth.shape)
+    return np.clip(np.rint(frames), 0, 255).astype(np.uint8), np.repeat(bg[None], 40, 0), truth
+
+
+def test_pooled_test_finds_a_faint_object_below_every_single_pixel_threshold(monkeypatch) -> None:
+    from bpvideo.masks import pooled
+
+    frames, bg, truth = _faint_square(1.0)
+    found = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
+    assert found[truth].mean() > 0.7 and truth[found].mean() > 0.95
+    # each pixel is 4 grey levels off, under the floor of the single-pixel test
+    monkeypatch.setattr(pooled, "POOLED", False)
+    alone = foreground_masks(frames, bg.astype(np.float32), None, (48, 64)).masks
+    assert alone[truth].mean() < 0.05
+
+
+def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels() -> None:
+    # the box mean of noise that is the same over 8 x 8 blocks (a codec's blocks, the
+    # background model's own error, a change of light) varies as much as one pixel's:
+    # no pooled test in that view, where independent noise of the same level takes it
+    from bpvideo.masks.pooled import box_mean, pooled_limits
+
+    rng = np.random.default_rng(7)
+    sigma = np.full((64, 64), 4.0, np.float32)
+    calm = np.zeros((64, 64), dtype=bool)
+
+    def boxes(blocky: bool) -> list[np.ndarray]:
+        out = []
+        for _ in range(12):
+            n = rng.normal(0, 4, (8, 8) if blocky else (64, 64))
+            n = np.kron(n, np.ones((8, 8))) if blocky else n
+            out.append(box_mean(n.astype(np.float32), calm))
+        return out
+
+    independent = pooled_limits(sigma, 4.0, boxes(False))
+    assert independent is not None and np.isfinite(independent[0]).all()
+    assert np.median(independent[0]) < 0.5 * 6.0 * 4.0  # half the single-pixel threshold
+    assert pooled_limits(sigma, 4.0, boxes(True)) is None
+    # a pixel whose own spread is twice the camera's (water, leaves) takes no pooled test
+    sigma[:8] = 8.0
+    assert np.isinf(pooled_limits(sigma, 4.0, boxes(False))[0][:8]).all()
+
+
+def test_a_change_of_light_is_taken_out_and_a_faint_object_kept() -> None:
+    from bpvideo.masks.pooled import without_light
+
+    rng = np.random.default_rng(3)
+    bg = rng.uniform(60, 200, (96, 128)).astype(np.float32)
+    frame = bg * 0.95  # the exposure drops 5 %: every surface darkens in proportion
+    frame[40:52, 50:66] -= 6.0  # and a faint object, 12 x 16 pixels
+    r = frame - bg
+    without_light(r, bg, np.zeros(r.shape, dtype=bool))
+    outside = np.ones(r.shape, dtype=bool)
+    outside[36:56, 46:70] = False
+    assert np.abs(r[outside]).max() < 1.0  # was up to 10 grey levels
+    assert np.median(r[40:52, 50:66]) < -5.0
