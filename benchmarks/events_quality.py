@@ -31,6 +31,7 @@ import itertools
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -69,13 +70,14 @@ def truth_activity(root: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.array(numbers), np.array(active)
 
 
-def run(name: str, cache: Path) -> FrameTable:
-    """The frame table of ``bpvideo separate`` on a sequence (cached)."""
+def run(name: str, cache: Path, **options: Any) -> FrameTable:
+    """The frame table of ``bpvideo separate`` on a sequence (cached; ``options``: more
+    keywords of :func:`bpvideo.separate_file`)."""
     root, out = DATA / name, cache / name
     if not (out / "frames.csv").exists():
         log.info("separate %s", name)
         roi = [str(root / "ROI.bmp")] if (root / "ROI.bmp").exists() else []
-        separate_file(root / "input", out, no_video=True, overwrite=True, roi=roi)
+        separate_file(root / "input", out, no_video=True, overwrite=True, roi=roi, **options)
     with open(out / "frames.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     col = lambda k, t: np.array([t(r[k]) for r in rows])  # noqa: E731

@@ -24,6 +24,14 @@ the same runs as ``events_quality.py``'s when ``--cache`` is shared). On the fra
 Usage::
 
     python benchmarks/objects_quality.py [--cache DIR]
+    python benchmarks/objects_quality.py --candidate "deep4 masks.shadows.DEEP=4" \\
+        --sequences sbi_HighwayI cdnet_highway
+
+``--candidate "NAME KEY=VALUE ..."`` (as in ``select_defaults.py``; values are YAML
+scalars) runs everything under a changed setting instead of the defaults: keys with a dot
+are module constants of ``bpvideo`` (``masks.shadows.DEEP``, ``events.objects.MERGED``),
+set for the whole run (``separate`` and the tracker) and restored after; other keys are
+keywords of :func:`bpvideo.separate_file`. Its runs are cached under ``DIR/NAME``.
 
 Markdown on stdout, progress on stderr.
 """
@@ -42,6 +50,7 @@ import numpy as np
 from _sequences import DATA, discover, per_frame_truth
 from events_quality import run as run_separate
 from events_quality import truth_activity
+from select_defaults import constants, parse_candidate
 
 from bpvideo.events import objects as objects_module
 from bpvideo.events.objects import MIN_OBJECT_SECONDS, CountLine, ObjectTracker, object_events
@@ -204,19 +213,36 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/bpvideo-events-quality"))
     parser.add_argument("--line", default=HIGHWAY_LINE, help="the counting line on cdnet_highway")
     parser.add_argument("--sweep", action="store_true", help="also vary the tracker (SWEEP)")
+    parser.add_argument(
+        "--candidate",
+        metavar="'NAME KEY=VALUE ...'",
+        help="run under changed constants or options (cached under DIR/NAME)",
+    )
+    parser.add_argument("--sequences", nargs="+", metavar="NAME", help="these sequences only")
     args = parser.parse_args()
+    name, changed = parse_candidate(args.candidate) if args.candidate else ("", {})
+    consts = {k: v for k, v in changed.items() if "." in k}
+    options = {k: v for k, v in changed.items() if "." not in k}
+    with constants(consts):
+        cache = args.cache / name if name else args.cache
+        report(cache, args.line, args.sweep, options, args.sequences)
+
+
+def report(cache: Path, line_text: str, also_sweep: bool, options: dict,
+           only: list[str] | None) -> None:  # fmt: skip
+    """The tables on stdout: objects and counts, the counting line, the event mode."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
-    names = [n for n in discover() if per_frame_truth(n)]
+    names = [n for n in discover() if per_frame_truth(n) and (not only or n in only)]
     if not names:
         raise SystemExit(f"no sequences with per-frame ground truth in {DATA}")
-    line = CountLine(args.line, *(tuple(map(float, p.split(","))) for p in args.line.split()))
+    line = CountLine(line_text, *(tuple(map(float, p.split(","))) for p in line_text.split()))
     print("| sequence | ground-truth tracks | objects | error | F1 activity | F1 objects | "
           "tracks, 170 band joining |\n|---|---|---|---|---|---|---|")  # fmt: skip
     scores, crossing = {}, None
     for name in names:
         root = DATA / name
-        run_separate(name, args.cache)  # frames.csv, events.csv, masks (cached)
-        run = args.cache / name
+        run_separate(name, cache, **options)  # frames.csv, events.csv, masks (cached)
+        run = cache / name
         tracks = truth_tracks(root)
         tracker = objects_of(run, root, [line] if name == "cdnet_highway" else [])
         numbers, truth = truth_activity(root)
@@ -235,6 +261,8 @@ def main() -> None:
               f"{crossing[0]}, objects {crossing[1]}.")  # fmt: skip
     idle = [n for n in names if scores[n]["idle"]]
     for label, pool in (("every sequence", names), ("the idle sequences", idle)):
+        if not pool:
+            continue
         print(f"\nLeave one out over {label}:\n\n| left out | mode chosen on the others | "
               "its F1 on the one left out |\n|---|---|---|")  # fmt: skip
         for name in pool:
@@ -243,8 +271,8 @@ def main() -> None:
             print(f"| {name} | {pick} | {scores[name][pick]:.3f} |")
         worst = {m: min(scores[n][m] for n in pool) for m in MODES}
         print(f"\nWorst F1 over {label}: " + ", ".join(f"{m} {v:.3f}" for m, v in worst.items()))
-    if args.sweep:
-        sweep(names, args.cache)
+    if also_sweep:
+        sweep(names, cache)
 
 
 if __name__ == "__main__":
