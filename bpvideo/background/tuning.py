@@ -103,7 +103,7 @@ STATES_MOTION_K = 3.0
 #: Quantile over pixels of each frame's own motion that a frame's still pixels may reach
 #: instead, where it is larger than the still frames' (None: never). Particles that fall
 #: over the whole view (snow, rain) move every box of every frame.
-STATES_FRAME_QUIET: float | None = 0.1
+STATES_FRAME_QUIET: float | None = 0.25
 
 #: Whether a region where the two states differ is judged on the image of each pixel's
 #: earlier and of its later state (their frames' mean index), rather than on the
