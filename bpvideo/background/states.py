@@ -108,25 +108,26 @@ def _still_motion(score: np.ndarray, still: np.ndarray) -> np.ndarray:
     then that of its weather, well above the still frames' (picked among all the frames
     for their fewest specks), and no frame of the scene before a car stopped was "still".
     The quiet part of the frame itself moves by its weather, and a pixel no busier than
-    three times that shows a state."""
+    three times that shows a state. Only where the quietest pixels of the frames move,
+    in the median frame, more than :data:`tuning.STATES_WEATHER` times the still
+    frames' quiet: in a crowd the quiet part of a frame is still."""
     quiet = np.max(np.where(still, score, -np.inf), axis=1)
     finite = quiet[np.isfinite(quiet)]
     typical = max(float(np.quantile(finite, tuning.QUIET)) if finite.size else 0.0, 1e-3)
     out = np.full((1, score.shape[1]), typical, dtype=np.float32)
     if tuning.STATES_FRAME_QUIET is None or not score.size:
         return out
-    # each frame's quantile over an even sample of the rows (a quantile needs no more)
-    sample = np.ascontiguousarray(score[:: max(1, len(score) // _QUIET_ROWS)].T)
-    finite = np.isfinite(sample)
-    if finite.all():  # no observation mask: one rank for every frame
-        at = int(tuning.STATES_FRAME_QUIET * (sample.shape[1] - 1))
-        each = np.partition(sample, at, axis=1)[:, at]
-    else:  # the rank among each frame's observed rows (infinite ones sort last)
-        count = np.count_nonzero(finite, axis=1)
-        at = np.maximum(np.floor(tuning.STATES_FRAME_QUIET * (count - 1)), 0).astype(np.intp)
-        each = np.take_along_axis(np.sort(sample, axis=1), at[:, None], axis=1)[:, 0]
-        each[count == 0] = 0.0
-    np.fmax(out[0], each, out=out[0])
+    # each frame's quantiles over an even sample of the rows (a quantile needs no more)
+    sample = np.sort(score[:: max(1, len(score) // _QUIET_ROWS)].T, axis=1)
+    count = np.count_nonzero(np.isfinite(sample), axis=1)  # infinite ones sort last
+    if not count.all():
+        return out
+    weather, each = (
+        sample[np.arange(len(sample)), np.floor(q * (count - 1)).astype(np.intp)]
+        for q in (tuning.STATES_WEATHER_QUANTILE, tuning.STATES_FRAME_QUIET)
+    )
+    if np.median(weather) > tuning.STATES_WEATHER * typical:  # moving everywhere, all along
+        np.fmax(out[0], each, out=out[0])
     return out
 
 

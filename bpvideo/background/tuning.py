@@ -105,6 +105,12 @@ STATES_MOTION_K = 3.0
 #: over the whole view (snow, rain) move every box of every frame.
 STATES_FRAME_QUIET: float | None = 0.25
 
+#: ... only where the median frame's :data:`STATES_WEATHER_QUANTILE` quantile of motion
+#: is more than this many times the still frames' quiet (weather moves even the quietest
+#: part of every frame).
+STATES_WEATHER = 1.15
+STATES_WEATHER_QUANTILE = 0.05
+
 #: Whether a region where the two states differ is judged on the image of each pixel's
 #: earlier and of its later state (their frames' mean index), rather than on the
 #: reference and the second state: the reference may show the object at some of its
