@@ -71,9 +71,13 @@ def test_observe_background_takes_the_scene_before_a_sitter_unless_switched_off(
         assert np.abs(image[block] - shows).mean() < 5
 
 
-def test_a_region_whose_reference_shows_the_object_on_one_part_takes_the_scene_on_it():
+def test_a_region_whose_reference_shows_the_object_on_one_part_takes_the_scene_on_it(
+    monkeypatch,
+):
     # the stillest frames showed the sitter on the block's left half and the empty scene
     # on its right half: one region, the reference stepping on part of its outline only
+    # (judged so where weather moves the view: here everywhere)
+    monkeypatch.setattr(tuning, "STATES_WEATHER", 0.0)
     data, ramp, block = _scene(5, arrive=20, leave=100)
     left = block.reshape(SHAPE).copy()
     left[:, BLOCK[1].start + 8 :] = False
