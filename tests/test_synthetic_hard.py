@@ -200,7 +200,6 @@ def _f(masks: np.ndarray, truth: np.ndarray) -> float:
 #: What bpvideo gets wrong on each class today (F at 96x72 under the issue's 0.8). Strict:
 #: a change that reaches 0.8 fails its test until the marker is removed.
 FAILING_TODAY = {
-    "snow": "snow specks hide a car that drives in and stops: recall 0.50 (F 0.66)",
     "fog": "the pooled test finds 0.66 of the faint cars at 96x72 (0.81 at 160x120)",
 }
 

@@ -100,6 +100,23 @@ STATES_K = 6.0
 #: the :data:`QUIET` quantile (over pixels) of the still frames' motion.
 STATES_MOTION_K = 3.0
 
+#: Quantile over pixels of each frame's own motion that a frame's still pixels may reach
+#: instead, where it is larger than the still frames' (None: never). Particles that fall
+#: over the whole view (snow, rain) move every box of every frame.
+STATES_FRAME_QUIET: float | None = 0.25
+
+#: ... only where the median frame's :data:`STATES_WEATHER_QUANTILE` quantile of motion
+#: is more than this many times the still frames' quiet (weather moves even the quietest
+#: part of every frame).
+STATES_WEATHER = 1.15
+STATES_WEATHER_QUANTILE = 0.05
+
+#: Whether a region where the two states differ is judged on the image of each pixel's
+#: earlier and of its later state (their frames' mean index), rather than on the
+#: reference and the second state: the reference may show the object at some of its
+#: pixels and the scene at others (:func:`bpvideo.background.states._in_time`).
+STATES_IN_TIME = True
+
 #: Fewest frames (a fraction of the window, at least :data:`MIN_STILL`) that must show
 #: the second state.
 STATES_SUPPORT = 0.05

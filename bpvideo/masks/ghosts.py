@@ -63,6 +63,7 @@ def ghosts(
     regions: np.ndarray,
     foreground: np.ndarray | None = None,
     border: float | None = None,
+    ignore: np.ndarray | None = None,
 ) -> np.ndarray:
     """The regions of ``regions`` that are ghosts of ``background`` in ``frame``.
 
@@ -78,6 +79,8 @@ def ghosts(
     border : float, optional
         The largest share of a region's surrounding band that may be ``foreground``
         (None: :data:`BORDER_YOUNG`).
+    ignore : (H, W) bool ndarray, optional
+        Where outline points do not vote (and the band is not ``foreground``).
 
     Returns
     -------
@@ -100,13 +103,17 @@ def ghosts(
         x0, x1 = max(0, x - pad), min(regions.shape[1], x + w + pad)
         region = (labels[y0:y1, x0:x1] == i).view(np.uint8)
         outer = cv2.dilate(region, ring, borderValue=0) - region
+        crop = (slice(y0, y1), slice(x0, x1))
         if foreground is not None and border is not None:
-            young = np.count_nonzero(outer.view(bool) & foreground[y0:y1, x0:x1])
-            if young > border * np.count_nonzero(outer):
+            young = outer.view(bool) & foreground[crop]
+            if ignore is not None:
+                young &= ~ignore[crop]
+            if np.count_nonzero(young) > border * np.count_nonzero(outer):
                 continue
         inner = region - cv2.erode(region, ring, borderValue=1)
         band = (inner | outer).view(bool)
-        crop = (slice(y0, y1), slice(x0, x1))
+        if ignore is not None:
+            band &= ~ignore[crop]
         of_frame = _steps(frame[crop], inner, outer, band)
         of_model = _steps(background[crop], inner, outer, band)
         model_only = np.count_nonzero((of_model > STEP) & (of_frame < EDGE_RATIO * of_model))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bpvideo.background import reference, states, tuning
+from bpvideo.synthetic.adverse import make_adverse_scene
 
 SHAPE = (48, 64)
 #: Where the "person" sits: a plain dark block on a smooth grey ramp.
@@ -67,3 +69,48 @@ def test_observe_background_takes_the_scene_before_a_sitter_unless_switched_off(
         monkeypatch.setattr(tuning, "STATES", on)
         image = reference.observe_background(data, SHAPE)[1].image
         assert np.abs(image[block] - shows).mean() < 5
+
+
+def test_a_region_whose_reference_shows_the_object_on_one_part_takes_the_scene_on_it(
+    monkeypatch,
+):
+    # the stillest frames showed the sitter on the block's left half and the empty scene
+    # on its right half: one region, the reference stepping on part of its outline only
+    # (judged so where weather moves the view: here everywhere)
+    monkeypatch.setattr(tuning, "STATES_WEATHER", 0.0)
+    data, ramp, block = _scene(5, arrive=20, leave=100)
+    left = block.reshape(SHAPE).copy()
+    left[:, BLOCK[1].start + 8 :] = False
+    left = left.ravel()
+    score = reference.motion_score(data, SHAPE, box=3, reach=tuning.MOTION_REACH)
+    still = np.zeros(data.shape, dtype=bool)
+    still[:, 50:60] = True
+    still[~left, 50:60] = False
+    still[~left, 5:15] = True
+    own = reference.reference_image(data, still)
+    assert np.abs(own[left] - 30).max() < 5
+    assert np.abs(own[block & ~left] - ramp[block & ~left]).max() < 5
+    ref, _, replaced = states.second_state(data, SHAPE, own, score, still, 2.0)
+    assert replaced[left].mean() > 0.95 and not replaced[~left].any()
+    assert np.abs(ref[block] - ramp[block]).max() < 5
+
+
+@pytest.mark.parametrize("change", [{"STATES_FRAME_QUIET": None}, {"STATES_IN_TIME": False}])
+def test_the_road_under_a_car_that_stopped_in_falling_snow(monkeypatch, change):
+    # specks in every box of every frame: no frame before the car stopped is as still as
+    # the stillest (fewest specks) of the quiet pixels, unless each frame's own quiet
+    # says what still is; and the car drove in over the road, so the region where the
+    # states differ holds a car that stays and the road it uncovered
+    scene = make_adverse_scene("snow", width=96, height=72)
+    data = scene.frames.mean(axis=3, dtype=np.float32).reshape(len(scene.frames), -1).T
+    stopped = scene.masks[-12:].all(axis=0).ravel()
+    road = scene.background.mean(axis=2).ravel()
+
+    def on_road() -> float:
+        image = reference.observe_background(data, (72, 96))[1].image
+        return float((np.abs(image - road)[stopped] < 8).mean())
+
+    assert on_road() > 0.9
+    for name, value in change.items():
+        monkeypatch.setattr(tuning, name, value)
+    assert on_road() < 0.7
