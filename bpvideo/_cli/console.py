@@ -312,10 +312,7 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
     debug = _debug_requested(args)
     before, kept_before = len(_committed()), len(_committed("KEPT"))
     try:
-        with stop_signals_raise(process_exit=argv is None):
-            if argv is None:  # this process's limits are bpvideo's to set
-                check_open_files()
-            result = cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
+        result = _main(cli, args, own=argv is None)
     except Terminated as exc:
         name = signal_name(exc.signum)
         what = f"terminated by signal {exc.signum}{name}"
@@ -363,6 +360,39 @@ def run(cli: click.Command, argv: list[str] | None = None) -> int:
         _stdout_to_devnull()
         return 1
     return result if isinstance(result, int) else 0
+
+
+def _main(cli: click.Command, args: list[str], own: bool) -> Any:
+    """``cli.main`` on ``args`` with the stop signals raising; an error that a stop's
+    exception caused on its way out is that stop."""
+    try:
+        with stop_signals_raise(process_exit=own):
+            if own:  # this process's limits are bpvideo's to set
+                check_open_files()
+            return cli.main(args=args, prog_name="bpvideo", standalone_mode=False)
+    except Exception as exc:
+        stop = _stop_behind(exc)
+        if stop is None:
+            raise
+        raise stop from exc
+
+
+def _stop_behind(exc: BaseException) -> Terminated | KeyboardInterrupt | None:
+    """The stop signal's exception that ``exc`` was raised while handling, if any.
+
+    A signal's exception can land inside the standard library's lock code (between a
+    ``Condition`` releasing its lock and the ``try`` that takes it back): unwinding, the
+    ``with`` around it then fails with "release unlocked lock", and that error, not the
+    stop, reaches the top; its ``__context__`` is the stop.
+    """
+    seen: set[int] = set()
+    error: BaseException | None = exc.__context__
+    while error is not None and id(error) not in seen:
+        if isinstance(error, Terminated | KeyboardInterrupt):
+            return error
+        seen.add(id(error))
+        error = error.__context__
+    return None
 
 
 def _unexpected(exc: Exception, before: int) -> int:

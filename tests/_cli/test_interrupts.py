@@ -14,12 +14,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import click
 import psutil
 import pytest
 
+from bpvideo._cli import console
+from bpvideo.errors import Terminated
 from bpvideo.sinks.outputs import STAGING_PREFIX
 from bpvideo.sinks.writers import write_video
 from bpvideo.sources.video import read_video
@@ -345,3 +349,29 @@ def test_a_stop_signal_arriving_in_a_finalizer_still_stops_the_command(
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Exception ignored" not in err
     assert err.count("bpvideo: stopping: received signal") == 1
+
+
+@pytest.mark.parametrize("stop", [Terminated(signal.SIGTERM), KeyboardInterrupt()],
+                         ids=["SIGTERM", "SIGINT"])  # fmt: skip
+def test_a_stop_that_lands_inside_lock_code_is_still_the_stop(
+    stop: BaseException, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A signal's exception raised between a ``Condition`` releasing its lock and the
+    ``try`` that takes it back (what ``Event.wait`` or ``Queue.put`` do on the main thread)
+    makes the ``with`` around it fail with "release unlocked lock": the run still ends as
+    stopped by that signal (exit 143 / 130, the stop's line), not as an internal error."""
+    lock = threading.Lock()
+
+    @click.command()
+    def waits() -> None:
+        with lock:
+            lock.release()  # the condition's wait gives the lock up...
+            raise stop  # ...and the signal's exception arrives before it is taken back
+
+    code = console.run(waits, [])
+    err = capsys.readouterr().err
+    assert "internal error" not in err
+    if isinstance(stop, Terminated):
+        assert code == 143 and "terminated by signal 15" in err
+    else:
+        assert code == 130 and "interrupted" in err
