@@ -36,6 +36,7 @@ __all__ = [
     "POOL_SIGMA_K",
     "POOL_STRONG",
     "box_mean",
+    "box_mean_without_light",
     "faint_pixels",
     "pooled_limits",
     "signed_residual",
@@ -91,11 +92,12 @@ POOL_FRAMES = 12
 def pooled_limits(
     sigma: np.ndarray, sensor: float, box_means: Iterable[np.ndarray]
 ) -> np.ndarray | None:
-    """The thresholds of the pooled test: on ``|b|``, ``b`` the mean of the signed
-    ``A - L`` over a :data:`POOL_BOX` box, :data:`POOL_K` times each pixel's own spread of
-    ``b`` (the lower quartile of ``|b|`` over the window's ``box_means``, over 0.3186:
-    right while the foreground covers at most three quarters of a pixel's frames), at
-    least :data:`POOL_FLOOR`; and on the pixel's own
+    """The thresholds of the pooled test: on ``|b - centre|``, ``b`` the mean of the signed
+    ``A - L`` over a :data:`POOL_BOX` box and ``centre`` its median over the window's
+    ``box_means`` (objects that passed leave a trace in ``L``), :data:`POOL_K` times each
+    pixel's own spread of ``b`` (``MAD_SCALE`` times its median absolute deviation from
+    ``centre``, smoothed over the neighbourhood), at least :data:`POOL_FLOOR`; and on the
+    pixel's own
     ``|A - L|``, ``POOL_PIXEL_K * sigma``, at least :data:`POOL_PIXEL_FLOOR`.
 
     Only pixels where pooling helps are tested (elsewhere the box threshold is
@@ -117,8 +119,9 @@ def pooled_limits(
 
     Returns
     -------
-    (2, H, W) float32 ndarray or None
-        None without :data:`POOLED`, or with no pixel to test (no pooled test).
+    (3, H, W) float32 ndarray or None
+        The box limit, the pixel limit and ``centre``; None without :data:`POOLED`, or
+        with no pixel to test (no pooled test).
     """
     if not POOLED:
         return None
@@ -232,7 +235,7 @@ def box_mean(residual: np.ndarray, strong: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     residual : (H, W) float32 ndarray
-        ``|A - L|`` of one frame (overwritten: 0 where ``strong``).
+        The signed ``A - L`` of one frame (overwritten: 0 where ``strong``).
     strong : (H, W) bool ndarray
         The pixels beyond the global threshold.
 
@@ -247,6 +250,30 @@ def box_mean(residual: np.ndarray, strong: np.ndarray) -> np.ndarray:
     weak = (~strong).view(np.uint8)
     count = cv2.boxFilter(weak, cv2.CV_32F, size, normalize=False, borderType=cv2.BORDER_REFLECT)
     return total / np.maximum(count, 1.0)
+
+
+def box_mean_without_light(
+    residual: np.ndarray, background: np.ndarray, strong: np.ndarray
+) -> np.ndarray:
+    """:func:`box_mean` of the signed ``residual`` once :func:`without_light` took the
+    change of light out of it: what :func:`pooled_limits` is given for the sampled frames
+    and what :func:`faint_pixels` tests, so that both are in the same units.
+
+    Parameters
+    ----------
+    residual : (H, W) float32 ndarray
+        The signed ``A - L`` of one frame (:func:`signed_residual`; overwritten).
+    background : (H, W) or (H, W, C) ndarray
+        ``L`` of that frame.
+    strong : (H, W) bool ndarray
+        The pixels beyond the global threshold.
+
+    Returns
+    -------
+    (H, W) float32 ndarray
+    """
+    without_light(residual, background, strong)
+    return box_mean(residual, strong)
 
 
 def faint_pixels(
@@ -280,8 +307,7 @@ def faint_pixels(
             continue
         if not POOL_STRONG:
             near &= ~strong[j]
-        without_light(r, b, strong[j])
-        mean = np.abs(box_mean(r, strong[j]) - centre)
+        mean = np.abs(box_mean_without_light(r, b, strong[j]) - centre)
         np.logical_and(near, mean > box_limit, out=out[j])
         found = out[j].view(np.uint8)
         if POOL_OPEN and out[j].any():  # solid regions only: no object's halo

@@ -166,8 +166,9 @@ def window_model(
 
 
 def _box_means(video: Data, L: Columns, model: MaskModel, cols: np.ndarray) -> Iterator[np.ndarray]:
-    """:func:`~bpvideo.masks.pooled.box_mean` of the signed ``A - L`` (the mean of the
-    channels) of :data:`~bpvideo.masks.pooled.POOL_FRAMES` of the sampled frames."""
+    """:func:`~bpvideo.masks.pooled.box_mean_without_light` of the signed ``A - L`` (the
+    mean of the channels) of :data:`~bpvideo.masks.pooled.POOL_FRAMES` of the sampled
+    frames."""
     H, W = video.frame_shape[:2]
     m = video.shape[0]
     pick = cols[np.unique(np.linspace(0, len(cols) - 1, min(len(cols), pooled.POOL_FRAMES)).round())
@@ -177,9 +178,7 @@ def _box_means(video: Data, L: Columns, model: MaskModel, cols: np.ndarray) -> I
         a = video.rows(0, m, one).reshape(H, W, -1)
         b = L.block(0, m, one).reshape(H, W, -1)
         r = pooled.signed_residual(a, b)
-        strong = np.abs(r) > model.threshold
-        pooled.without_light(r, b, strong)
-        yield pooled.box_mean(r, strong)
+        yield pooled.box_mean_without_light(r, b, np.abs(r) > model.threshold)
 
 
 class _ArrayData:

@@ -113,7 +113,7 @@ class MaskModel:
     sigma : (H, W) float32 ndarray or None
         Each pixel's own noise for the pooled test (:mod:`bpvideo.masks.pooled`;
         automatic thresholds): ``max(sensor noise, pixel spread)``.
-    pooled : (2, H, W) float32 ndarray or None
+    pooled : (3, H, W) float32 ndarray or None
         The pooled test's maps (:func:`bpvideo.masks.pooled.pooled_limits`): the
         threshold on the box mean of ``A - L``, on the pixel's own, and the box
         mean's typical value; None: no pooled test.
