@@ -25,6 +25,7 @@ samples of the 3 x 3 grid points around its cell's (``3 stride`` pixels).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import cv2
 import numpy as np
@@ -225,13 +226,14 @@ class Appearances:
 
     def _outside(self, frames: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, ...]:
         """:func:`~bpvideo.masks.envelopes.outside_envelope` of ``frames`` (n, H, W, C)
-        with this instance's envelopes widened by :attr:`radius` (made once)."""
-        widened = self.__dict__.get("_widened")
-        if widened is None:
-            shape = (*self.shape, self.low.shape[1])
-            widened = widen(self.low, self.high, self.radius, shape)
-            self.__dict__["_widened"] = widened
-        return outside_envelope(frames, candidates, *widened)
+        with this instance's envelopes widened by :attr:`radius`."""
+        return outside_envelope(frames, candidates, *self._widened)
+
+    @cached_property
+    def _widened(self) -> tuple[np.ndarray, ...]:
+        """The envelopes widened by :attr:`radius` (:func:`~bpvideo.masks.envelopes.widen`),
+        made once."""
+        return widen(self.low, self.high, self.radius, (*self.shape, self.low.shape[1]))
 
     def _unmatched(
         self,
