@@ -28,6 +28,7 @@ from bpvideo.masks.thresholds import (
     agreement,
     model_from_blocks,
     residual_noise,
+    shade_from_blocks,
     temporal_noise,
 )
 
@@ -145,11 +146,19 @@ def window_model(
     cols = cols.astype(np.intp)
     agree = _Agreement(video, L, observed, rows)
     appearances = options.appearances if options.threshold == "auto" else 0
-    # Two passes run beside the caller's thread (--threads above 1), each needing none of
-    # the caller's answers but those it was given: the bursts (the solver's observation
-    # only) beside the thresholds, then the pooled test's limits (the thresholds) beside
-    # the appearances. Each computes what it did alone: the same bytes with any threads.
+    shade = options.shadows == "remove"
+    # the background's colour apart from the spreads when the agreement is the solver's
+    # observation (read twice, cheaply); else each block's agreement is formed once
+    apart = shade and observed is not None
+    # Passes run beside the caller's thread (--threads above 1), each needing none of the
+    # caller's answers but those it was given: the background's colour and the bursts
+    # (the solver's observation) beside the thresholds' spreads, then the pooled test's
+    # limits (the thresholds) beside the appearances. Each computes what it did in line:
+    # the same bytes with any count of threads.
     with cores.beside("bpvideo-model") as start:
+        colour = None
+        if apart:
+            colour = start(shade_from_blocks, _colours(video, agree, cols), video.frame_shape)
         bursts = None
         if appearances and options.bursts == "foreground" and isinstance(observed, np.ndarray):
             times, stride = _sample_grid(video, appearances)
@@ -159,7 +168,7 @@ def window_model(
         if options.threshold == "auto":
             sensor = _sensor_noise(video, agree, cols)
         model = model_from_blocks(
-            _blocks(video, L, agree, cols, options.shadows == "remove"),
+            _blocks(video, L, agree, cols, shade and not apart),
             video.frame_shape,
             sensor=sensor,
             threshold=options.threshold,
@@ -173,6 +182,8 @@ def window_model(
             model.appearances = _appearances(video, L, model, appearances, bursts)
         if limits is not None:
             model.pooled = limits.result()
+        if colour is not None:
+            model.shade = colour.result()
     return model
 
 
@@ -427,6 +438,18 @@ def _sensor_noise(video: Data, agree: _Agreement, cols: np.ndarray) -> float:
     step = max(1, (m * len(cols)) // _PAIR_ENTRIES)
     pairs = np.stack([video.rows(0, m, cols, step), video.rows(0, m, nxt, step)])
     return temporal_noise(pairs, np.stack([agree(0, m, cols, step), agree(0, m, nxt, step)]))
+
+
+def _colours(
+    video: Data, agree: _Agreement, cols: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The sampled frames' colour and agreement, the blocks of :func:`_blocks`."""
+    m = video.shape[0]
+    channels = video.frame_shape[2] if len(video.frame_shape) == 3 else 1
+    step = BLOCK_PIXELS * channels
+    for lo in range(0, m, step):
+        hi = min(m, lo + step)
+        yield video.pixels(lo // channels, hi // channels, cols), agree(lo, hi, cols)
 
 
 def _blocks(
