@@ -279,6 +279,7 @@ class _Agreement:
         self.observed = observed
         self.rows = rows
         self.noise = None
+        self._columns: dict[bytes, np.ndarray] = {}
         if observed is None:  # one noise level for the window, from a sample of entries
             m, n = video.shape
             step = max(1, (m * min(n, 8)) // _PAIR_ENTRIES)
@@ -292,7 +293,7 @@ class _Agreement:
         if self.observed is not None:
             at = index if self.rows is None else self.rows[index]
             if isinstance(self.observed, np.ndarray):
-                out = self.observed[at][:, cols]
+                out = self._observed_columns(cols)[at]
             else:
                 out = self.observed.rows(at, cols)
         else:
@@ -301,6 +302,17 @@ class _Agreement:
         if self.video.mask is not None:
             out &= self.video.mask[index][:, cols]
         return out
+
+    def _observed_columns(self, cols: np.ndarray) -> np.ndarray:
+        """The solver's observation of the frames ``cols``, (m', len(cols)) bool: taken
+        once for every block (gathering whole rows of every frame, then the columns, went
+        over the whole observation once per block)."""
+        key = np.asarray(cols).tobytes()
+        found = self._columns.get(key)
+        if found is None:  # (two threads may both take it: the same answer)
+            assert isinstance(self.observed, np.ndarray)
+            found = self._columns[key] = self.observed[:, cols]
+        return found
 
 
 class _Bursts:
