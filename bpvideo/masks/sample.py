@@ -148,8 +148,9 @@ def window_model(
     appearances = options.appearances if options.threshold == "auto" else 0
     shade = options.shadows == "remove"
     # the background's colour apart from the spreads when the agreement is the solver's
-    # observation (read twice, cheaply); else each block's agreement is formed once
-    apart = shade and observed is not None
+    # observation (its sampled columns taken once, read twice); else each block's
+    # agreement (a residual, or a gather of whole columns) is formed once
+    apart = shade and isinstance(observed, np.ndarray)
     # Passes run beside the caller's thread (--threads above 1), each needing none of the
     # caller's answers but those it was given: the background's colour and the bursts
     # (the solver's observation) beside the thresholds' spreads, then the pooled test's
