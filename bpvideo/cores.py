@@ -3,7 +3,8 @@
 A low module (it imports nothing of bpvideo): the option table reads its default here,
 the job sets the run's count once (:func:`use`), and the layers below read it
 (:func:`threads`): the numba solver's kernels, the compiled match of the masks, the pool
-that forms blocks of masks side by side (:mod:`bpvideo.pipeline.finish`). A thread of
+that forms blocks of masks side by side (:mod:`bpvideo.pipeline.finish`), the one thread
+that runs a piece of work beside the caller's (:func:`beside`). A thread of
 such a pool is marked (:func:`in_pool`): the work it runs stays on one thread, so that N
 threads never start N more each.
 
@@ -19,9 +20,22 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CPU_MAX", "available_cores", "cgroup_cpus", "in_pool", "limit", "threads", "use"]
+__all__ = [
+    "CPU_MAX",
+    "available_cores",
+    "beside",
+    "cgroup_cpus",
+    "in_pool",
+    "limit",
+    "threads",
+    "use",
+]
 
 #: The cgroup v2 CPU quota of this process's cgroup (the namespace's root in a container).
 CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
@@ -91,3 +105,29 @@ def threads() -> int:
 def in_pool() -> None:
     """Mark the calling thread as a pool's (an initializer): :func:`threads` is 1 there."""
     _LOCAL.pooled = True
+
+
+@contextmanager
+def beside(name: str) -> Iterator[Callable[..., Future]]:
+    """A ``start(work, *args)`` that runs ``work(*args)`` in one more thread (named
+    ``name``, marked :func:`in_pool`) while the caller goes on, and returns its
+    ``Future``, when the calling thread may use more than one (:func:`threads`); else
+    ``work`` runs at once in the caller's thread (its error raised there). The pieces
+    started run one after another in that thread; leaving the block waits for them
+    (and drops those not started when the block failed)."""
+    if threads() <= 1:
+        yield _at_once
+        return
+    pool = ThreadPoolExecutor(1, thread_name_prefix=name, initializer=in_pool)
+    try:
+        yield pool.submit
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _at_once(work: Callable[..., Any], *args: Any) -> Future:
+    done: Future = Future()
+    done.set_result(work(*args))
+    return done

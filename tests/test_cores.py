@@ -119,3 +119,29 @@ def test_a_batch_divides_the_cores_between_its_workers(monkeypatch):
         with run.local_executor(workers):
             pass
     assert [share for _, (_, share) in made] == [8, 2, 1, 1]
+
+
+def test_beside_runs_work_in_one_more_thread_only_when_the_run_has_two():
+    def where(x):
+        return x, threading.current_thread().name, cores.threads()
+
+    cores.use(1)
+    with cores.beside("bpvideo-test") as start:
+        assert start(where, 1).result() == (1, threading.current_thread().name, 1)
+    cores.use(2)
+    with cores.beside("bpvideo-test") as start:
+        first, second = start(where, 2), start(where, 3)
+    # in order, in the one more thread, which spreads its own work no further
+    assert first.result()[0] == 2 and second.result()[0] == 3
+    assert first.result()[1].startswith("bpvideo-test") and first.result()[2] == 1
+
+    def fails():
+        raise ValueError("no")
+
+    with cores.beside("bpvideo-test") as start:
+        failed = start(fails)
+    with pytest.raises(ValueError, match="no"):
+        failed.result()
+    cores.use(1)
+    with pytest.raises(ValueError, match="no"), cores.beside("bpvideo-test") as start:
+        start(fails)

@@ -27,6 +27,7 @@ import numpy as np
 from bpvideo.masks.appearances import build_appearances
 
 __all__ = [
+    "BAND_ENTRIES",
     "BURST_CALM",
     "BURST_EXPLAINED",
     "BURST_GAP",
@@ -55,6 +56,10 @@ BURST_MATCHES = 2
 #: Largest share of a departure's frames that may be such gaps (leaves that blink within a
 #: gust fill their departures with gaps; a branch has a few holes).
 BURST_HOLES = 0.25
+#: Entries of the observation (rows x frames) judged at once: each row's runs are its
+#: own, and a band's temporaries (int64 run numbers among them) stay tens of MB at any
+#: frame size and window length.
+BAND_ENTRIES = 1 << 20
 
 
 def run_lengths(x: np.ndarray) -> np.ndarray:
@@ -105,6 +110,18 @@ def burst_samples(observed: np.ndarray, times: np.ndarray) -> np.ndarray | None:
         return None
     observed = np.asarray(observed, dtype=bool)
     m, n = observed.shape
+    t = np.asarray(times, dtype=np.intp)
+    out = np.empty((m, len(t)), dtype=bool)
+    band = max(1, BAND_ENTRIES // max(n, 1))
+    for lo in range(0, m, band):
+        out[lo : lo + band] = _band_bursts(observed[lo : lo + band], t)
+    return out if out.any() else None
+
+
+def _band_bursts(observed: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:func:`burst_samples` of some rows, (rows, len(t)) bool (None never)."""
+    assert BURST_RUN is not None
+    m, n = observed.shape
     away = ~observed
     if BURST_GAP:
         # a short run that agrees, between two that depart, is a hole of the departure
@@ -119,11 +136,9 @@ def burst_samples(observed: np.ndarray, times: np.ndarray) -> np.ndarray | None:
         closed = away
     length = run_lengths(closed)
     calm = np.count_nonzero(~closed & (length >= BURST_STILL), axis=1) >= BURST_CALM * n
-    t = np.asarray(times, dtype=np.intp)
     run = length[:, t]
     holes = _run_sums(closed, hole)[:, t]
-    out = closed[:, t] & (run >= BURST_RUN) & (holes <= BURST_HOLES * run) & calm[:, None]
-    return out if out.any() else None
+    return closed[:, t] & (run >= BURST_RUN) & (holes <= BURST_HOLES * run) & calm[:, None]
 
 
 def _edge_runs(x: np.ndarray) -> np.ndarray:

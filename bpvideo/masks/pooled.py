@@ -87,6 +87,8 @@ POOL_LIGHT = 16
 _LIGHT_DARK = 16.0
 #: Sampled frames that measure the box mean's typical value and spread.
 POOL_FRAMES = 12
+#: Values of the box means' stack whose medians are taken at once (a band of rows).
+_BAND_VALUES = 1 << 20
 
 
 def pooled_limits(
@@ -134,9 +136,17 @@ def pooled_limits(
     quiet = sigma <= POOL_QUIET * max(sensor, float(np.quantile(sigma, 0.25)))
     if not quiet.any():
         return None
-    # the background model's own offset there (objects that passed leave a trace in L)
-    centre = np.median(stack, axis=0).astype(np.float32)
-    own = MAD_SCALE * np.median(np.abs(stack - centre), axis=0).astype(np.float32)
+    # the background model's own offset there (objects that passed leave a trace in L),
+    # and the spread about it: each pixel's own medians, taken a band of rows at a time
+    # (the sorts' copies of a band, not of the whole stack: it runs beside the appearances)
+    centre = np.empty(stack.shape[1:], dtype=np.float32)
+    own = np.empty(stack.shape[1:], dtype=np.float32)
+    band = max(1, _BAND_VALUES // max(1, stack[0, 0].size * len(stack)))
+    for y in range(0, stack.shape[1], band):
+        part = stack[:, y : y + band]
+        centre[y : y + band] = np.median(part, axis=0)
+        spread = np.median(np.abs(part - centre[y : y + band]), axis=0).astype(np.float32)
+        own[y : y + band] = MAD_SCALE * spread
     own = cv2.blur(own, (_SMOOTH, _SMOOTH))
     # the view's, not each pixel's: where objects pass often, their own spread is theirs
     if np.median((own / np.maximum(sigma, 1e-3))[quiet]) * POOL_BOX > POOL_INDEPENDENT:

@@ -12,10 +12,12 @@ them; arrays are wrapped here).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Protocol
 
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.masks import pooled
 from bpvideo.masks.appearances import DOUBT_K, Appearances, draw_appearances, sample_grid
 from bpvideo.masks.bursts import burst_samples, foreground_bursts
@@ -26,6 +28,7 @@ from bpvideo.masks.thresholds import (
     agreement,
     model_from_blocks,
     residual_noise,
+    shade_from_blocks,
     temporal_noise,
 )
 
@@ -142,27 +145,55 @@ def window_model(
     cols = np.unique(np.linspace(new_from, last, min(SAMPLE_FRAMES, n - new_from)).round())
     cols = cols.astype(np.intp)
     agree = _Agreement(video, L, observed, rows)
-    sensor = None
-    if options.threshold == "auto":
-        sensor = _sensor_noise(video, agree, cols)
-    model = model_from_blocks(
-        _blocks(video, L, agree, cols, options.shadows == "remove"),
-        video.frame_shape,
-        sensor=sensor,
-        threshold=options.threshold,
-        threshold_k=options.threshold_k,
-        noise=options.noise,
-    )
-    if options.appearances and options.threshold == "auto":
+    appearances = options.appearances if options.threshold == "auto" else 0
+    shade = options.shadows == "remove"
+    # the background's colour apart from the spreads when the agreement is the solver's
+    # observation (its sampled columns taken once, read twice); else each block's
+    # agreement (a residual, or a gather of whole columns) is formed once
+    apart = shade and isinstance(observed, np.ndarray)
+    # Passes run beside the caller's thread (--threads above 1), each needing none of the
+    # caller's answers but those it was given: the background's colour and the bursts
+    # (the solver's observation) beside the thresholds' spreads, then the pooled test's
+    # limits (the thresholds) beside the appearances. Each computes what it did in line:
+    # the same bytes with any count of threads.
+    with cores.beside("bpvideo-model") as start:
+        colour = None
+        if apart:
+            colour = start(shade_from_blocks, _colours(video, agree, cols), video.frame_shape)
         bursts = None
-        if options.bursts == "foreground" and isinstance(observed, np.ndarray):
-            bursts = _Bursts(observed, rows)
-        model.appearances = _appearances(video, L, model, options.appearances, bursts)
-    if pooled.POOLED and model.sigma is not None:
-        model.pooled = pooled.pooled_limits(
-            model.sigma, model.noise or 0.0, _box_means(video, L, model, cols)
+        if appearances and options.bursts == "foreground" and isinstance(observed, np.ndarray):
+            times, stride = _sample_grid(video, appearances)
+            if len(times):
+                bursts = start(_Bursts(observed, rows), times, video.frame_shape, stride)
+        sensor = None
+        if options.threshold == "auto":
+            sensor = _sensor_noise(video, agree, cols)
+        model = model_from_blocks(
+            _blocks(video, L, agree, cols, shade and not apart),
+            video.frame_shape,
+            sensor=sensor,
+            threshold=options.threshold,
+            threshold_k=options.threshold_k,
+            noise=options.noise,
         )
+        limits = None
+        if pooled.POOLED and model.sigma is not None:
+            limits = start(_pooled_limits, video, L, model, cols)
+        if appearances:
+            model.appearances = _appearances(video, L, model, appearances, bursts)
+        if limits is not None:
+            model.pooled = limits.result()
+        if colour is not None:
+            model.shade = colour.result()
     return model
+
+
+def _pooled_limits(
+    video: Data, L: Columns, model: MaskModel, cols: np.ndarray
+) -> np.ndarray | None:
+    """:func:`~bpvideo.masks.pooled.pooled_limits` of the window (:func:`_box_means`)."""
+    assert model.sigma is not None
+    return pooled.pooled_limits(model.sigma, model.noise or 0.0, _box_means(video, L, model, cols))
 
 
 def _box_means(video: Data, L: Columns, model: MaskModel, cols: np.ndarray) -> Iterator[np.ndarray]:
@@ -249,6 +280,7 @@ class _Agreement:
         self.observed = observed
         self.rows = rows
         self.noise = None
+        self._columns: dict[bytes, np.ndarray] = {}
         if observed is None:  # one noise level for the window, from a sample of entries
             m, n = video.shape
             step = max(1, (m * min(n, 8)) // _PAIR_ENTRIES)
@@ -262,7 +294,7 @@ class _Agreement:
         if self.observed is not None:
             at = index if self.rows is None else self.rows[index]
             if isinstance(self.observed, np.ndarray):
-                out = self.observed[at][:, cols]
+                out = self._observed_columns(cols)[at]
             else:
                 out = self.observed.rows(at, cols)
         else:
@@ -271,6 +303,17 @@ class _Agreement:
         if self.video.mask is not None:
             out &= self.video.mask[index][:, cols]
         return out
+
+    def _observed_columns(self, cols: np.ndarray) -> np.ndarray:
+        """The solver's observation of the frames ``cols``, (m', len(cols)) bool: taken
+        once for every block (gathering whole rows of every frame, then the columns, went
+        over the whole observation once per block)."""
+        key = np.asarray(cols).tobytes()
+        found = self._columns.get(key)
+        if found is None:  # (two threads may both take it: the same answer)
+            assert isinstance(self.observed, np.ndarray)
+            found = self._columns[key] = self.observed[:, cols]
+        return found
 
 
 class _Bursts:
@@ -293,22 +336,36 @@ class _Bursts:
         return np.ascontiguousarray(found[at].T).reshape(len(times), *grid)
 
 
+def _sample_grid(video: Data, samples: int) -> tuple[np.ndarray, int]:
+    """The appearances' sampled frames and grid step
+    (:func:`~bpvideo.masks.budget.sample_grid`) of the window ``video``."""
+    shape = video.frame_shape
+    channels = shape[2] if len(shape) == 3 else 1
+    depth = 3 if getattr(video, "colour", True) else channels  # a Video has its BGR frames
+    return sample_grid(video.shape[1], shape[0], shape[1], depth, samples)
+
+
 def _appearances(
-    video: Data, L: Columns, model: MaskModel, samples: int, bursts: _Bursts | None = None
+    video: Data,
+    L: Columns,
+    model: MaskModel,
+    samples: int,
+    bursts: Future[np.ndarray | None] | None = None,
 ) -> Appearances | None:
     """The background appearances of the whole window (both sides of every frame), from
     its sampled frames' residuals (:func:`~bpvideo.masks.appearances.draw_appearances`),
     in colour when the BGR frames are at hand, else in the data's own channels; of every
     pixel, or of a grid of them where the frames are large
     (:func:`~bpvideo.masks.budget.sample_grid`); less the samples that are bursts over a
-    still scene (``bursts``, from the solver's observed entries: :mod:`.bursts`)."""
+    still scene (``bursts``: the answer of :class:`_Bursts` for those frames and that
+    grid, from the solver's observed entries: :mod:`.bursts`)."""
     n = video.shape[1]
     shape = video.frame_shape
     H, W = shape[:2]
     channels = shape[2] if len(shape) == 3 else 1
     colour = getattr(video, "colour", True)  # a Video always has its BGR frames
     depth = 3 if colour else channels
-    times, stride = sample_grid(n, H, W, depth, samples)
+    times, stride = _sample_grid(video, samples)
     if not len(times):
         return None
     grid = (-(-H // stride), -(-W // stride))
@@ -336,7 +393,7 @@ def _appearances(
     beyond = np.ascontiguousarray(beyond.T).reshape(len(times), *grid)
     doubtful = np.ascontiguousarray(far.T).reshape(len(times), *grid)
     del far
-    burst = None if bursts is None else bursts(times, shape, stride)
+    burst = None if bursts is None else bursts.result()
     if burst is not None:
         burst = foreground_bursts(frames, beyond, doubtful, burst, times, n, model.threshold)
     return draw_appearances(frames, beyond, doubtful, times, n, model.threshold, stride, burst)
@@ -394,6 +451,18 @@ def _sensor_noise(video: Data, agree: _Agreement, cols: np.ndarray) -> float:
     step = max(1, (m * len(cols)) // _PAIR_ENTRIES)
     pairs = np.stack([video.rows(0, m, cols, step), video.rows(0, m, nxt, step)])
     return temporal_noise(pairs, np.stack([agree(0, m, cols, step), agree(0, m, nxt, step)]))
+
+
+def _colours(
+    video: Data, agree: _Agreement, cols: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The sampled frames' colour and agreement, the blocks of :func:`_blocks`."""
+    m = video.shape[0]
+    channels = video.frame_shape[2] if len(video.frame_shape) == 3 else 1
+    step = BLOCK_PIXELS * channels
+    for lo in range(0, m, step):
+        hi = min(m, lo + step)
+        yield video.pixels(lo // channels, hi // channels, cols), agree(lo, hi, cols)
 
 
 def _blocks(

@@ -41,6 +41,7 @@ __all__ = [
     "grouped_median",
     "model_from_blocks",
     "residual_noise",
+    "shade_from_blocks",
     "temporal_noise",
 ]
 
@@ -293,11 +294,10 @@ def model_from_blocks(
         if spreads is not None:
             residual = np.abs(block.data.astype(np.float32) - block.background)
             spreads[at : at + pixels] = masked_median(_per_pixel(residual, pixels, np.max), agree)
-        if block.colour is not None:  # a pixel never seen agree keeps no colour (NaN)
+        if block.colour is not None:
             if shade is None:
                 shade = np.empty((H * W, 3), dtype=np.float32)
-            medians = [masked_median(block.colour[:, :, c], agree) for c in range(3)]
-            shade[at : at + pixels] = chromaticity(np.stack(medians, -1))
+            shade[at : at + pixels] = _block_shade(block.colour, agree)
         at += pixels
     if shade is not None:  # (the shadow test then fails where it is NaN)
         shade = shade.reshape(H, W, 3)
@@ -317,6 +317,41 @@ def model_from_blocks(
     if spread is not None:
         np.maximum(sigma, spread, out=sigma)
     return MaskModel(value, sensor, limit, shade, sigma=sigma)
+
+
+def shade_from_blocks(
+    blocks: Iterable[tuple[np.ndarray, np.ndarray | None]], frame_shape: tuple[int, ...]
+) -> np.ndarray:
+    """:attr:`MaskModel.shade` from the sampled frames' colours alone, as
+    :func:`model_from_blocks` forms it from its blocks' (so that the two can run apart).
+
+    Parameters
+    ----------
+    blocks : iterable of (colour, agree)
+        Consecutive blocks of pixels covering the frame, in order: the colour, (p, k, 3)
+        uint8, and the agreement, (p * C, k) bool or None, of :class:`SampleBlock`.
+    frame_shape : (H, W) or (H, W, C)
+
+    Returns
+    -------
+    (H, W, 3) float32 ndarray
+    """
+    H, W = frame_shape[:2]
+    shade = np.empty((H * W, 3), dtype=np.float32)
+    at = 0
+    for colour, agree in blocks:
+        pixels = colour.shape[0]
+        every = None if agree is None else _per_pixel(agree, pixels, np.all)
+        shade[at : at + pixels] = _block_shade(colour, every)
+        at += pixels
+    return shade.reshape(H, W, 3)
+
+
+def _block_shade(colour: np.ndarray, agree: np.ndarray | None) -> np.ndarray:
+    """The chromaticity of the median colour of each pixel of a block over its agreeing
+    samples, (p, 3) float32 (NaN where it never agreed: no colour)."""
+    medians = [masked_median(colour[:, :, c], agree) for c in range(3)]
+    return chromaticity(np.stack(medians, -1))
 
 
 def _per_pixel(values: np.ndarray, pixels: int, reduce: Callable) -> np.ndarray:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -308,7 +306,7 @@ def _solve_observed(
     )
     full_shape = tuple(video.frame_shape)
     rows = detail = None
-    with ThreadPoolExecutor(1, "bpvideo-detail", cores.in_pool) as pool:
+    with cores.beside("bpvideo-detail") as start:
         if scale < 1.0:
             rows = nearest_rows(small_shape, solved_video_size(full_shape))
             fallback = resize_columns(
@@ -319,8 +317,8 @@ def _solve_observed(
                 fallback += previous_detail
             # the detail needs the observed entries and the reference, not the solve:
             # formed beside it (its median of the full-size frames releases the lock)
-            detail = _beside(pool, reference_detail, video, full_shape, size, observed, rows,
-                             fallback)  # fmt: skip
+            detail = start(reference_detail, video, full_shape, size, observed, rows,
+                           fallback)  # fmt: skip
         result = solve(masked, settings, callback=callback, sparsity=alpha)
         del masked
         if detail is not None:
@@ -335,16 +333,6 @@ def _solve_observed(
         result, slice(0, n), small_shape, full_shape, detail, previous_detail, ramp_from=new_from
     )
     return Solved(result, L, None, detail, observed, rows, handed_on, alpha)
-
-
-def _beside(pool: ThreadPoolExecutor, work: Callable[..., Any], *args: Any) -> Future:
-    """``work(*args)`` in ``pool``'s thread while the caller goes on, when the run has
-    more than one thread (``--threads``); else at once, in the caller's thread."""
-    if cores.threads() > 1:
-        return pool.submit(work, *args)
-    done: Future = Future()
-    done.set_result(work(*args))
-    return done
 
 
 def _known_rows(mask: np.ndarray | None, m: int, extra: int) -> np.ndarray:

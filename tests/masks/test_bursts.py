@@ -88,3 +88,28 @@ def test_a_burst_the_calm_samples_show_nearby_stays_a_sample(monkeypatch):
     assert found[1::2, 1:5, 1:5].all() and not found[:, 7:11, 7:11].any()
     monkeypatch.setattr(bursts, "BURST_EXPLAINED", False)
     assert np.array_equal(bursts.foreground_bursts(*args), bursts_)
+
+
+def test_a_long_window_is_judged_a_band_of_rows_at_a_time(monkeypatch):
+    """Each row's runs are its own: bands of rows give the answer of the whole
+    observation at once, and hold a band's temporaries (int64 run numbers among them),
+    not the whole window's (120 MB for this one at once)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    m, n = 20_000, 300
+    # runs of about 12 frames: some rows calm between bursts, some blinking
+    observed = np.cumsum(rng.random((m, n)) < 1 / 12, axis=1) % 2 == 0
+    observed[: m // 2, ::7] = True  # and blinking rows, with holes in the departures
+    times = np.arange(5, n, 25)
+    tracemalloc.start()
+    try:
+        banded = burst_samples(observed, times)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 2**20, peak / 2**20
+    monkeypatch.setattr(bursts, "BAND_ENTRIES", m * n)  # one band: the whole window
+    whole = burst_samples(observed, times)
+    assert banded is not None and 0 < banded.mean() < 0.5
+    assert np.array_equal(banded, whole)

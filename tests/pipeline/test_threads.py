@@ -4,6 +4,7 @@ another, on real frames."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -61,6 +62,48 @@ def test_masks_formed_side_by_side_equal_those_formed_one_by_one(shared_data):
     assert one.masks.any()
     assert np.array_equal(one.masks, three.masks)
     assert np.array_equal(one.background, three.background)
+
+
+def _same(a, b) -> bool:
+    """Whether two models (or their appearances) hold the same bytes, field by field."""
+    if dataclasses.is_dataclass(a):
+        fields = [f.name for f in dataclasses.fields(a)]
+        return type(a) is type(b) and all(_same(getattr(a, f), getattr(b, f)) for f in fields)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    return a == b
+
+
+@pytest.mark.shared_data
+@pytest.mark.usefixtures("_restore_threads")
+@pytest.mark.parametrize("name", ["sbi_PeopleAndFoliage", "cdnet_highway"])
+def test_a_windows_model_is_the_same_with_one_thread_and_two(shared_data, monkeypatch, name):
+    """The window's model forms its background colour and bursts beside the thresholds'
+    spreads, and the pooled test's limits beside the appearances, with two threads: the
+    same bytes as one after the other."""
+    from bpvideo.masks import bursts, sample
+    from bpvideo.pipeline import run
+
+    frames = _frames(shared_data / name, 40)
+    models, found = [], []
+    model_of, burst_samples = run.window_model, bursts.burst_samples
+
+    def kept(*args, **kwargs):
+        models.append(model_of(*args, **kwargs))
+        return models[-1]
+
+    def bursts_kept(*args):
+        found.append(burst_samples(*args))
+        return found[-1]
+
+    monkeypatch.setattr(run, "window_model", kept)
+    monkeypatch.setattr(sample, "burst_samples", bursts_kept)
+    one_run, two_run = separate(frames, threads=1), separate(frames, threads=2)
+    one, two = models
+    assert one.shade is not None and one.appearances is not None
+    assert found[0] is not None and np.array_equal(found[0], found[1])
+    assert _same(one, two)
+    assert np.array_equal(one_run.masks, two_run.masks)
 
 
 def test_in_order_keeps_the_order_and_stops_early():
