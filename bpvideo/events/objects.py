@@ -269,7 +269,7 @@ class ObjectTracker:
                 track = self._relink(at, box, keys)
                 if track is None:
                     track = self._new_track(box)
-                    track.present += self._parted(track, box)
+                    track.present += self._parted(track, box, keys)
                 self.open[key] = track
             rows += self._observe(track, at, box, int(areas[i]))
         unmatched = [i for i in range(len(boxes)) if i not in matched]
@@ -298,17 +298,21 @@ class ObjectTracker:
         order = np.argsort(index, kind="stable")  # by blob, as the blobs were found
         return keys[order], index[order].astype(np.int64)
 
-    def _parted(self, new: _Track, box: np.ndarray) -> int:
+    def _parted(self, new: _Track, box: np.ndarray, keys: set[int]) -> int:
         """Frames (at most the wait) that a new track's body spent in a joined blob it
-        came out of: the frames of the track whose box, the frame before the new one's
-        first, held the new one's first box (:data:`PARTED`); 0 when none did."""
+        came out of: those of the track whose box, on the frame before the new one's
+        first, held the new one's first box (:data:`PARTED`), where that track holds
+        the rest of the blob on this frame or is no object yet (an object that lost its
+        blob is this body, counted once); 0 when none did."""
         if PARTED <= 0:
             return 0
         first = new.box if new.box is not None else box
         row = new.seen_row if new.box is not None else self.row
         area = (first[2] - first[0]) * (first[3] - first[1])
         best = 0
-        for track in self.open.values():
+        for key, track in self.open.items():
+            if key not in keys and track.confirmed:
+                continue  # an object that lost its blob: this is its body, not another
             held = next((b for r, b in track.history if r == row - 1), None)
             if held is None:
                 continue
