@@ -70,10 +70,12 @@ MERGED = 0.5
 #: ... and the joined blob's box is at most this many times the track's.
 MERGED_SIZE = 3.0
 #: A track ByteTrack starts whose first box has this share inside the box another track
-#: had on the frame before (at most :data:`MERGED_SIZE` times its own) is a body come out
+#: had on the frame before (at most :data:`PARTED_SIZE` times its own) is a body come out
 #: of a joined blob: that track's frames, at most :data:`LOST_FRAMES`, count towards its
 #: shortest object (0: off; docs/events.md).
 PARTED = 0.5
+#: ... and that box is at most this many times the new track's first box (docs/events.md).
+PARTED_SIZE = 2.5
 #: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold);
 #: also where a track coming out of a joined blob is re-linked (docs/events.md).
 MATCH_IOU = 0.3
@@ -319,7 +321,7 @@ class ObjectTracker:
             w = min(first[2], held[2]) - max(first[0], held[0])
             h = min(first[3], held[3]) - max(first[1], held[1])
             size = (held[2] - held[0]) * (held[3] - held[1])
-            if w > 0 and h > 0 and w * h >= PARTED * area and size <= MERGED_SIZE * area:
+            if w > 0 and h > 0 and w * h >= PARTED * area and size <= PARTED_SIZE * area:
                 best = max(best, min(track.present, self.lost))
         return best
 
