@@ -47,12 +47,12 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import yaml
 from _sequences import DATA, discover, per_frame_truth
 from events_quality import run as run_separate
 from events_quality import truth_activity
 from select_defaults import constants, parse_candidate
 
-from bpvideo.events import objects as objects_module
 from bpvideo.events.objects import MIN_OBJECT_SECONDS, CountLine, ObjectTracker, object_events
 
 log = logging.getLogger("objects_quality")
@@ -64,7 +64,8 @@ HIGHWAY_LINE = "0,140 320,140"
 MODES = ("activity", "objects")
 #: ``--sweep``: the tracker's constants varied (module constants of
 #: bpvideo/events/objects.py), every combination.
-SWEEP = {"LOST_FRAMES": (3, 5, 8, 12), "MATCH_IOU": (0.2, 0.3), "MERGED": (0.0, 0.5)}
+SWEEP = {"events.objects.LOST_FRAMES": (3, 5, 8, 12), "events.objects.MATCH_IOU": (0.2, 0.3),
+         "events.objects.MERGED": (0.0, 0.5)}  # fmt: skip
 
 
 def _frames(root: Path) -> tuple[int, int]:
@@ -161,24 +162,20 @@ def _errors(counts: dict[str, int], truth: dict[str, int], names: list[str]) -> 
     return sorted((abs(counts[n] - truth[n]) / max(1, truth[n]) for n in names), reverse=True)
 
 
-def sweep(names: list[str], cache: Path) -> None:
-    """Every combination of :data:`SWEEP`: objects per sequence; leave one sequence out
-    (the combination whose errors on the others, largest first, are smallest, scored on
-    the one left out). Markdown on stdout."""
+def sweep(names: list[str], cache: Path, grid: dict[str, tuple]) -> None:
+    """Every combination of ``grid`` (module constants of ``bpvideo``, :data:`SWEEP` unless
+    ``--grid``): objects per sequence; leave one sequence out (the combination whose errors
+    on the others, largest first, are smallest, scored on the one left out; ties go to the
+    first). Markdown on stdout."""
     truth = {n: len(truth_tracks(DATA / n)) for n in names}
-    defaults = {k: getattr(objects_module, k) for k in SWEEP}
     counts: dict[tuple, dict[str, int]] = {}
-    try:
-        for values in itertools.product(*SWEEP.values()):
-            for key, value in zip(SWEEP, values, strict=True):
-                setattr(objects_module, key, value)
+    for values in itertools.product(*grid.values()):
+        with constants(dict(zip(grid, values, strict=True))):
             counts[values] = {n: objects_of(cache / n, DATA / n, []).objects for n in names}
-            log.info("%s %s", values, counts[values])
-    finally:
-        for key, value in defaults.items():
-            setattr(objects_module, key, value)
+        log.info("%s %s", values, counts[values])
     short = [n.split("_", 1)[1][:8] for n in names]
-    print(f"\n| {', '.join(SWEEP)} | " + " | ".join(short) + " | worst |")
+    keys = ", ".join(k.rpartition(".")[2] for k in grid)
+    print(f"\n| {keys} | " + " | ".join(short) + " | worst |")
     print("|---" * (len(names) + 2) + "|")
     print(f"| ground truth | {' | '.join(str(truth[n]) for n in names)} | |")
     for values, row in counts.items():
@@ -219,16 +216,26 @@ def main() -> None:
         help="run under changed constants or options (cached under DIR/NAME)",
     )
     parser.add_argument("--sequences", nargs="+", metavar="NAME", help="these sequences only")
+    parser.add_argument(
+        "--grid",
+        metavar="'KEY=V1,V2 ...'",
+        help="--sweep over these module constants instead of SWEEP (implies --sweep)",
+    )
     args = parser.parse_args()
     name, changed = parse_candidate(args.candidate) if args.candidate else ("", {})
     consts = {k: v for k, v in changed.items() if "." in k}
     options = {k: v for k, v in changed.items() if "." not in k}
     with constants(consts):
         cache = args.cache / name if name else args.cache
-        report(cache, args.line, args.sweep, options, args.sequences)
+        grid = SWEEP
+        if args.grid:
+            grid = {k: tuple(yaml.safe_load(f"[{v}]")) for k, _, v in
+                    (pair.partition("=") for pair in args.grid.split())}  # fmt: skip
+        report(cache, args.line, grid if args.sweep or args.grid else None, options,
+               args.sequences)  # fmt: skip
 
 
-def report(cache: Path, line_text: str, also_sweep: bool, options: dict,
+def report(cache: Path, line_text: str, grid: dict[str, tuple] | None, options: dict,
            only: list[str] | None) -> None:  # fmt: skip
     """The tables on stdout: objects and counts, the counting line, the event mode."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
@@ -271,8 +278,8 @@ def report(cache: Path, line_text: str, also_sweep: bool, options: dict,
             print(f"| {name} | {pick} | {scores[name][pick]:.3f} |")
         worst = {m: min(scores[n][m] for n in pool) for m in MODES}
         print(f"\nWorst F1 over {label}: " + ", ".join(f"{m} {v:.3f}" for m, v in worst.items()))
-    if also_sweep:
-        sweep(names, cache)
+    if grid:
+        sweep(names, cache, grid)
 
 
 if __name__ == "__main__":

@@ -76,3 +76,34 @@ def test_a_body_whose_box_jumps_in_size_is_seen_on_every_frame(n):
     assert tracker.objects == 1
     assert [r["frame"] for r in rows] == list(range(1, n + 1))
     assert (obj.first_frame, obj.last_frame) == (1, n)
+
+
+def _bridged(joined: int, apart: int) -> np.ndarray:
+    """(n, H, W) bool: two 12x12 squares driving right, 3 px a frame, one above the other
+    4 px apart; for the first ``joined`` frames a strip (a cast shadow) bridges the gap:
+    they arrive as one blob, then part."""
+    masks = np.zeros((joined + apart, H, W), dtype=bool)
+    for i in range(joined + apart):
+        x = 10 + 3 * i
+        masks[i, 40:52, x : x + 12] = True
+        masks[i, 56:68, x : x + 12] = True
+        masks[i, 52:56, x : x + 12] = i < joined
+    return masks
+
+
+@pytest.mark.parametrize(("joined", "apart"), [(8, 7), (6, 6), (4, 9)])
+def test_two_bodies_that_arrive_joined_and_part_are_two_objects(joined, apart):
+    # Neither body had a track of its own before the bridge went: the one ByteTrack starts
+    # when they part is seen fewer than 10 frames alone, but it was in the joined blob
+    # before (one object on the code before).
+    assert _objects(_bridged(joined, apart)) == 2
+
+
+def test_a_body_that_stays_joined_is_one_object():
+    assert _objects(_bridged(15, 0)) == 1
+
+
+def test_a_piece_that_parts_for_two_frames_is_not_an_object():
+    # The frames in the joined blob count, the travel rule still holds: a piece seen
+    # apart for 2 frames has not got far from where it parted.
+    assert _objects(_bridged(8, 2)) == 1

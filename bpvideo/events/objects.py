@@ -12,8 +12,9 @@ for longer than the tracker waits. Two bodies whose blobs join (cars touching in
 or through a shadow) are one detection: ByteTrack keeps one track on it and loses the
 other; that one lives on while its box, moved on as it was moving, lies in the joined
 blob (:data:`MERGED`), and when a body comes out of the blob again ByteTrack's new track
-is re-linked to it. Counting lines (:class:`CountLine`) count the objects' crossings per
-direction, per hour.
+is re-linked to it; a body that comes out of a blob it was in before it had a track of
+its own (two cars that arrive joined) has that blob's frames (:data:`PARTED`). Counting
+lines (:class:`CountLine`) count the objects' crossings per direction, per hour.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.events.counting import CountLine, Counts, parse_line
 from bpvideo.events.detect import Event
 from bpvideo.events.table import timecode
 from bpvideo.times import WallClock
@@ -68,6 +69,13 @@ LOST_FRAMES = 8
 MERGED = 0.5
 #: ... and the joined blob's box is at most this many times the track's.
 MERGED_SIZE = 3.0
+#: A track ByteTrack starts whose first box has this share inside the box another track
+#: had on the frame before (at most :data:`PARTED_SIZE` times its own) is a body come out
+#: of a joined blob: that track's frames, at most :data:`LOST_FRAMES`, count towards its
+#: shortest object (0: off; docs/events.md).
+PARTED = 0.5
+#: ... and that box is at most this many times the new track's first box (docs/events.md).
+PARTED_SIZE = 2.5
 #: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold);
 #: also where a track coming out of a joined blob is re-linked (docs/events.md).
 MATCH_IOU = 0.3
@@ -80,8 +88,6 @@ OBJECT_COLUMNS = ("object", "first_frame", "last_frame", "first_time", "last_tim
                   "first_time_of_day", "last_time_of_day")  # fmt: skip
 #: The columns of ``tracks.csv``.
 TRACK_COLUMNS = ("object", "frame", "time", "x", "y", "w", "h")
-#: The two directions of a counting line.
-DIRECTIONS = ("left_to_right", "right_to_left")
 
 
 def blobs_of(mask: np.ndarray, min_area: int, close: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -98,88 +104,6 @@ def blobs_of(mask: np.ndarray, min_area: int, close: int = 0) -> tuple[np.ndarra
     boxes = stats[:, :4].astype(np.float64)
     boxes[:, 2:] += boxes[:, :2]
     return boxes, stats[:, 4].astype(np.int64)
-
-
-def parse_line(text: str, name: str = "count_line") -> tuple[float, float, float, float]:
-    """``x1, y1, x2, y2`` of a counting line ``"x1,y1 x2,y2"`` (pixels of the input).
-
-    Examples
-    --------
-    >>> parse_line("0,120 320,120")
-    (0.0, 120.0, 320.0, 120.0)
-    """
-    try:
-        points = [tuple(float(v) for v in p.split(",")) for p in str(text).split()]
-        ok = len(points) == 2 and all(len(p) == 2 and all(map(math.isfinite, p)) for p in points)
-    except ValueError:
-        ok = False
-    if not ok or points[0] == points[1]:
-        raise InputError(
-            f"{{{name}}}={text!r}: a counting line is two distinct points 'x1,y1 x2,y2' in "
-            "pixels of the input",
-            option=(name, text),
-        )
-    (x1, y1), (x2, y2) = points
-    return x1, y1, x2, y2
-
-
-@dataclass
-class CountLine:
-    """A counting line from ``a`` to ``b`` (pixels of the masks); :meth:`crossing` says
-    whether a step of an object's centre crosses it, and which way: ``left_to_right`` is
-    from the left of the line to its right as seen on screen looking from ``a`` to ``b``
-    (a line drawn left to right counts objects moving down as ``left_to_right``)."""
-
-    name: str
-    a: tuple[float, float]
-    b: tuple[float, float]
-
-    def _side(self, p: tuple[float, float]) -> float:
-        (ax, ay), (bx, by) = self.a, self.b
-        return (bx - ax) * (p[1] - ay) - (by - ay) * (p[0] - ax)
-
-    def crossing(self, p: tuple[float, float], q: tuple[float, float]) -> str | None:
-        """The direction in which the step from ``p`` to ``q`` crosses the segment, or None
-        (a step that ends on the line counts; one that starts on it does not)."""
-        sp, sq = self._side(p), self._side(q)
-        if sp == 0 or (sq != 0 and (sp > 0) == (sq > 0)):
-            return None
-        mover = CountLine("", p, q)
-        sa, sb = mover._side(self.a), mover._side(self.b)
-        if sa * sb > 0:
-            return None  # the step crosses the line's extension, not the segment
-        return "left_to_right" if sp < 0 else "right_to_left"
-
-
-@dataclass
-class Counts:
-    """Crossings per line and direction, and per hour of the input's time."""
-
-    lines: list[CountLine]
-    total: dict[str, dict[str, int]] = field(default_factory=dict)
-    hours: dict[str, dict[int, dict[str, int]]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for line in self.lines:
-            self.total[line.name] = dict.fromkeys(DIRECTIONS, 0)
-            self.hours[line.name] = {}
-
-    def add(self, line: str, direction: str, seconds: float) -> None:
-        """One crossing of ``line`` at ``seconds``."""
-        self.total[line][direction] += 1
-        hour = self.hours[line].setdefault(int(seconds // 3600), dict.fromkeys(DIRECTIONS, 0))
-        hour[direction] += 1
-
-    def summary(self, seconds: float) -> dict[str, Any]:
-        """summary.json's ``counts``: per line, per direction; per hour on inputs longer
-        than an hour (``seconds``)."""
-        out: dict[str, Any] = {}
-        for name, total in self.total.items():
-            out[name] = dict(total)
-            if seconds > 3600:
-                hours = sorted(self.hours[name].items())
-                out[name]["per_hour"] = [{"hour": h, **v} for h, v in hours]
-        return out
 
 
 @dataclass
@@ -251,6 +175,8 @@ class _Track:
     origin: tuple[float, float] = (0.0, 0.0)
     travel: float = 0.0  # the farthest its centre got from its origin
     confirmed: bool = False
+    #: (row, box) of its last frames (:meth:`ObjectTracker._parted` looks one back).
+    history: deque[tuple[int, np.ndarray]] = field(default_factory=lambda: deque(maxlen=3))
 
     def moved(self, row: int) -> np.ndarray:
         """Its last box moved on to ``row`` as it was moving (x0, y0, x1, y1)."""
@@ -342,7 +268,10 @@ class ObjectTracker:
             box = boxes[i]
             track = self.open.get(key)
             if track is None:  # a body out of a joined blob, or a new one
-                track = self._relink(at, box, keys) or self._new_track(box)
+                track = self._relink(at, box, keys)
+                if track is None:
+                    track = self._new_track(box)
+                    track.present += self._parted(track, box, keys)
                 self.open[key] = track
             rows += self._observe(track, at, box, int(areas[i]))
         unmatched = [i for i in range(len(boxes)) if i not in matched]
@@ -370,6 +299,31 @@ class ObjectTracker:
         index = np.rint((1.0 - np.array([float(t.score) for t in tracks])) / SCORE_STEP)
         order = np.argsort(index, kind="stable")  # by blob, as the blobs were found
         return keys[order], index[order].astype(np.int64)
+
+    def _parted(self, new: _Track, box: np.ndarray, keys: set[int]) -> int:
+        """Frames (at most the wait) that a new track's body spent in a joined blob it
+        came out of: those of the track whose box, on the frame before the new one's
+        first, held the new one's first box (:data:`PARTED`), where that track holds
+        the rest of the blob on this frame or is no object yet (an object that lost its
+        blob is this body, counted once); 0 when none did."""
+        if PARTED <= 0:
+            return 0
+        first = new.box if new.box is not None else box
+        row = new.seen_row if new.box is not None else self.row
+        area = (first[2] - first[0]) * (first[3] - first[1])
+        best = 0
+        for key, track in self.open.items():
+            if key not in keys and track.confirmed:
+                continue  # an object that lost its blob: this is its body, not another
+            held = next((b for r, b in track.history if r == row - 1), None)
+            if held is None:
+                continue
+            w = min(first[2], held[2]) - max(first[0], held[0])
+            h = min(first[3], held[3]) - max(first[1], held[1])
+            size = (held[2] - held[0]) * (held[3] - held[1])
+            if w > 0 and h > 0 and w * h >= PARTED * area and size <= PARTED_SIZE * area:
+                best = max(best, min(track.present, self.lost))
+        return best
 
     def _new_track(self, box: np.ndarray) -> _Track:
         """A track ByteTrack reports for the first time: it was started on a detection of
@@ -405,6 +359,7 @@ class ObjectTracker:
         if track.box is not None and at.row > track.seen_row:
             track.step = (new - track.box) / (at.row - track.seen_row)
         track.box, track.seen_row = new, at.row
+        track.history.append((at.row, new))
         track.present += 1
         obj.last, obj.last_frame, obj.last_end = at.row, at.number, at.end
         obj.seen += 1
