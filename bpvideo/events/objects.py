@@ -160,6 +160,16 @@ def _iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
     return inter / np.maximum(area(box) + area(boxes) - inter, 1e-9)
 
 
+def _inside(box: np.ndarray, boxes: np.ndarray, share: float, larger: float) -> np.ndarray:
+    """(b,) bool: whether at least ``share`` of ``box``'s area lies in each of ``boxes``,
+    that box being at most ``larger`` times ``box``'s area (``x0, y0, x1, y1``)."""
+    area = max(1e-9, float((box[2] - box[0]) * (box[3] - box[1])))
+    w = np.clip(np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]), 0, None)
+    h = np.clip(np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]), 0, None)
+    size = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    return (w * h / area >= share) & (size <= larger * area)
+
+
 @dataclass
 class _Track:
     """A track of the tracker, until it is an object or lost."""
@@ -310,7 +320,6 @@ class ObjectTracker:
             return 0
         first = new.box if new.box is not None else box
         row = new.seen_row if new.box is not None else self.row
-        area = (first[2] - first[0]) * (first[3] - first[1])
         best = 0
         for key, track in self.open.items():
             if key not in keys and track.confirmed:
@@ -318,10 +327,7 @@ class ObjectTracker:
             held = next((b for r, b in track.history if r == row - 1), None)
             if held is None:
                 continue
-            w = min(first[2], held[2]) - max(first[0], held[0])
-            h = min(first[3], held[3]) - max(first[1], held[1])
-            size = (held[2] - held[0]) * (held[3] - held[1])
-            if w > 0 and h > 0 and w * h >= PARTED * area and size <= PARTED_SIZE * area:
+            if _inside(first, np.asarray(held)[None], PARTED, PARTED_SIZE)[0]:
                 best = max(best, min(track.present, self.lost))
         return best
 
@@ -407,13 +413,7 @@ class ObjectTracker:
         for key, track in self.open.items():
             if key in keys or track.box is None or at.row - track.seen_row > self.lost:
                 continue
-            box = track.moved(at.row)
-            area = max(1e-9, (box[2] - box[0]) * (box[3] - box[1]))
-            w = np.clip(np.minimum(box[2], held[:, 2]) - np.maximum(box[0], held[:, 0]), 0, None)
-            h = np.clip(np.minimum(box[3], held[:, 3]) - np.maximum(box[1], held[:, 1]), 0, None)
-            size = (held[:, 2] - held[:, 0]) * (held[:, 3] - held[:, 1])
-            inside = (w * h / area >= MERGED) & (size <= MERGED_SIZE * area)
-            if inside.any():
+            if _inside(track.moved(at.row), held, MERGED, MERGED_SIZE).any():
                 track.obj.last, track.obj.last_frame, track.obj.last_end = at.row, at.number, at.end
                 track.present += 1
                 rows += self._flush(track) if self._confirm(track) else []
