@@ -457,23 +457,25 @@ def _colours(
     video: Data, agree: _Agreement, cols: np.ndarray
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The sampled frames' colour and agreement, the blocks of :func:`_blocks`."""
+    for lo, hi, channels in _block_rows(video):
+        yield video.pixels(lo // channels, hi // channels, cols), agree(lo, hi, cols)
+
+
+def _block_rows(video: Data) -> Iterator[tuple[int, int, int]]:
+    """``(lo, hi, channels)``: the data's rows :data:`BLOCK_PIXELS` pixels at a time (a
+    pixel's channels are rows side by side)."""
     m = video.shape[0]
     channels = video.frame_shape[2] if len(video.frame_shape) == 3 else 1
     step = BLOCK_PIXELS * channels
     for lo in range(0, m, step):
-        hi = min(m, lo + step)
-        yield video.pixels(lo // channels, hi // channels, cols), agree(lo, hi, cols)
+        yield lo, min(m, lo + step), channels
 
 
 def _blocks(
     video: Data, L: Columns, agree: _Agreement, cols: np.ndarray, shade: bool
 ) -> Iterator[SampleBlock]:
     """The sampled frames, :data:`BLOCK_PIXELS` pixels at a time."""
-    m = video.shape[0]
-    channels = video.frame_shape[2] if len(video.frame_shape) == 3 else 1
-    step = BLOCK_PIXELS * channels
-    for lo in range(0, m, step):
-        hi = min(m, lo + step)
+    for lo, hi, channels in _block_rows(video):
         block_colour = None
         if shade:
             block_colour = video.pixels(lo // channels, hi // channels, cols)
