@@ -14,7 +14,8 @@ process, which reports:
 - ``peak RSS``: the child's peak resident memory (``ru_maxrss``) and its multiple of the
   bytes of the float32 data matrix (the child holds nothing else but Python, numpy and the
   compiled kernels: ``base MiB``, its resident memory before loading the data);
-- ``--sweeps``: ``best_pair``'s subspace sweeps per iteration (the CLI's default, 1).
+- ``--sweeps``: ``best_pair``'s subspace sweeps per iteration (the CLI's default, 1);
+- ``--backends``: the solver's kernels, each in turn (numpy: the default; numba).
 
 Usage::
 
@@ -27,6 +28,7 @@ Prints one table on stdout; progress on stderr.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -55,15 +57,16 @@ def make_matrix(width: int, height: int, frames: int, path: Path) -> None:
     np.save(path, A)
 
 
-def child(path: str, rank: int, method: str, sparsity: float, tol: float, sweeps: int) -> dict:
+def child(
+    path: str, rank: int, method: str, sparsity: float, tol: float, sweeps: int, backend: str
+) -> dict:
     """Solve once in this process and return the measurements."""
     from bpvideo.errors import ConvergenceWarning
     from bpvideo.solvers import best_pair, ncf
-    from bpvideo.solvers.backends import NUMBA_MIN_SIZE, get_backend
+    from bpvideo.solvers.backends import get_backend
 
-    # load the kernels before measuring the baseline memory (every size measured here is
-    # above NUMBA_MIN_SIZE: the backend "auto" picks for them)
-    get_backend("auto", NUMBA_MIN_SIZE).warm_up()
+    # load the kernels before measuring the baseline memory
+    get_backend(backend).warm_up()
     # Python, numpy and the compiled kernels: what the process holds before the data
     base = psutil.Process().memory_info().rss
 
@@ -87,6 +90,7 @@ def child(path: str, rank: int, method: str, sparsity: float, tol: float, sweeps
             max_iter=100,
             sweeps=sweeps,
             callback=lambda it: stamps.append(time.perf_counter()),
+            backend=backend,
         )
     total = time.perf_counter() - t0
     iters = np.diff(stamps)
@@ -123,11 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sweeps", type=int, default=1, help="best_pair's sweeps (CLI default 1; 0 = exact H_r)"
     )
-    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--backends", default="numpy,numba", help="the solver's kernels (numpy: the default)"
+    )
+    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        path, rank, method, sparsity, tol, sweeps = args.child
-        row = child(path, int(rank), method, float(sparsity), float(tol), int(sweeps))
+        path, rank, method, sparsity, tol, sweeps, backend = args.child
+        row = child(path, int(rank), method, float(sparsity), float(tol), int(sweeps), backend)
         print(json.dumps(row))
         return 0
 
@@ -140,33 +147,28 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"A_{w}x{h}.npy"
             print(f"making {w}x{h}x{args.frames} ...", file=sys.stderr)
             make_matrix(w, h, args.frames, path)
-            for method in args.methods.split(","):
-                for rank in (int(r) for r in args.ranks.split(",")):
-                    print(f"  {method} rank {rank} ...", file=sys.stderr)
-                    cmd = [
-                        sys.executable,
-                        __file__,
-                        "--child",
-                        str(path),
-                        str(rank),
-                        method,
-                        str(args.sparsity),
-                        str(args.tol),
-                        str(args.sweeps),
-                    ]
-                    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
-                    row = json.loads(out.stdout.strip().splitlines()[-1])
-                    row.update(size=f"{w}x{h}", method=method, rank=rank)
-                    rows.append(row)
+            for method, rank, backend in itertools.product(
+                args.methods.split(","),
+                (int(r) for r in args.ranks.split(",")),
+                args.backends.split(","),
+            ):
+                print(f"  {method} rank {rank} {backend} ...", file=sys.stderr)
+                cmd = [sys.executable, __file__, "--child", str(path), str(rank), method]
+                cmd += [str(args.sparsity), str(args.tol), str(args.sweeps), backend]
+                out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                row.update(size=f"{w}x{h}", method=method, rank=rank, backend=backend)
+                rows.append(row)
     header = (
-        f"{'size':>8} {'frames':>6} {'method':>8} {'rank':>4} {'copy ms':>8} {'iter ms':>8} "
+        f"{'size':>8} {'frames':>6} {'method':>8} {'rank':>4} {'kernels':>7} {'copy ms':>8} "
+        f"{'iter ms':>8} "
         f"{'copies/iter':>11} {'init ms':>8} {'iters':>5} {'solve s':>8} {'peak MiB':>8} "
         f"{'x data':>6} {'base MiB':>8}"
     )
     print(header)
     for r in rows:
         print(
-            f"{r['size']:>8} {r['shape'][1]:>6} {r['method']:>8} {r['rank']:>4} "
+            f"{r['size']:>8} {r['shape'][1]:>6} {r['method']:>8} {r['rank']:>4} {r['backend']:>7} "
             f"{1e3 * r['copy_s']:8.2f} {1e3 * r['iter_s']:8.1f} {r['copies_per_iter']:11.1f} "
             f"{1e3 * r['init_s']:8.0f} {r['iterations']:>5} {r['total_s']:8.2f} "
             f"{r['peak_rss'] / 2**20:8.0f} {r['peak_rss'] / r['data_bytes']:6.2f} "

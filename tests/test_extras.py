@@ -11,7 +11,7 @@ import pytest
 from tests import conftest
 from tests.conftest import REPO, process_env
 
-NUMBA_TEST = "tests/solvers/test_backends.py::test_numba_is_used_by_size_in_auto_mode"
+NUMBA_TEST = "tests/solvers/test_backends.py::test_auto_is_numpy_and_numba_is_chosen_by_name"
 
 
 def _pytest(**env: str) -> subprocess.CompletedProcess:

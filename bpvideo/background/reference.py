@@ -127,7 +127,7 @@ def still_entries(score: np.ndarray, fraction: float = tuning.STILL_FRAMES_FRACT
 def reference_image(data: np.ndarray, still: np.ndarray) -> np.ndarray:
     """Per-row median of ``data`` over the ``still`` entries: (m,) float32."""
     data = np.ascontiguousarray(data, dtype=np.float32)
-    backend = get_backend("auto", data.size)
+    backend = get_backend("auto")
     return np.asarray(backend.row_median(data, np.ascontiguousarray(still)), dtype=np.float32)
 
 

@@ -83,7 +83,7 @@ def _other_still(
     if not rows.size:
         return value, entries, busy, own_time
     values = (np.asarray(data[rows], np.float32) - offset) / np.maximum(gain, 1e-3)
-    median = get_backend("auto", values.size).row_median
+    median = get_backend("auto").row_median
     first = median(values, np.ascontiguousarray(other[rows]))
     near = other[rows] & (np.abs(values - first[:, None]) < tuning.CONSISTENT_K * max(noise, 1.0))
     enough = np.count_nonzero(near, axis=1) >= fewest

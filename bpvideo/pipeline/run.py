@@ -30,7 +30,7 @@ from bpvideo.masks.appearances import warm_up as warm_appearances
 from bpvideo.pipeline.finish import Solution, finish, window_info
 from bpvideo.pipeline.plan import Job, plan_window
 from bpvideo.pipeline.scale import Background, resize_columns, solve_size, solved_video_size
-from bpvideo.pipeline.solve import Solved, WarmUp, solve_entries, solve_window, uses_reference
+from bpvideo.pipeline.solve import Solved, WarmUp, solve_window, uses_reference
 from bpvideo.pipeline.spool import FrameSpool, SpooledVideo
 from bpvideo.pipeline.windows import CARRY_FRAMES, check_window, chunk_windows, min_window
 from bpvideo.records import Block, Plan, Video, WindowReport
@@ -299,12 +299,14 @@ def _first_frames_scene(
 
 
 def _warm_up(job: Job) -> WarmUp | None:
-    """Load the compiled kernels in a thread while the frames are read, when a solve will
-    use them; and the masks' match of HD frames in another, once the solver's are loaded
-    (numba compiles one kernel at a time: the solve, which waits for its kernels, comes
-    first; the masks' match is not waited for, its first use waits on numba's lock)."""
+    """Load the compiled kernels in threads while the frames are read: the solver's on a
+    GPU (CuPy compiles them), and the masks' match of HD frames (numba; not waited for:
+    its first use waits on numba's lock). The solver's CPU kernels are numpy's, nothing
+    to load."""
     source, settings = job.source, job.settings
-    warm = _warm_solver(job)
+    warm = None
+    if job.plan.device == "cuda" and on_backend(settings.method):
+        warm = WarmUp(get_backend("cuda"))
     if settings.masks.appearances and source.width * source.height >= COMPILED_FRAME:
 
         def masks() -> None:
@@ -314,17 +316,6 @@ def _warm_up(job: Job) -> WarmUp | None:
 
         threading.Thread(target=masks, name="bpvideo-warm-masks", daemon=True).start()
     return warm
-
-
-def _warm_solver(job: Job) -> WarmUp | None:
-    """The solver's part of :func:`_warm_up` (None: its solve uses no compiled kernel)."""
-    source, settings, plan = job.source, job.settings, job.plan
-    if not on_backend(settings.method):
-        return None
-    if plan.device == "cuda":
-        return WarmUp(get_backend("cuda"))  # CuPy compiles its kernels while frames are read
-    backend = get_backend("auto", solve_entries(source, settings, plan.window, plan.solve_scale))
-    return WarmUp(backend) if backend.name != "numpy" else None
 
 
 def _window_video(

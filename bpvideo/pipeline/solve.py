@@ -33,8 +33,6 @@ from bpvideo.pipeline.scale import (
 )
 from bpvideo.pipeline.spool import SpooledVideo
 from bpvideo.pipeline.windows import (
-    AUTO_WHOLE_MAX,
-    CARRY_FRAMES,
     orthonormal,
     uses_reference,
     warm_start,
@@ -46,14 +44,12 @@ from bpvideo.solvers import SolverResult
 from bpvideo.solvers._common import Callback
 from bpvideo.solvers.backends import Backend, resolve_device
 from bpvideo.solvers.registry import on_backend
-from bpvideo.sources.files import FrameSource
 
 __all__ = [
     "Solved",
     "WarmUp",
     "solve",
     "solve_device",
-    "solve_entries",
     "solve_window",
     "uses_reference",
 ]
@@ -343,19 +339,6 @@ def _known_rows(mask: np.ndarray | None, m: int, extra: int) -> np.ndarray:
     if mask is not None:
         known[~mask.any(axis=1)] = False
     return known
-
-
-def solve_entries(
-    source: FrameSource, settings: SeparateSettings, window: int | None, solve_scale: float
-) -> int:
-    """Entries of the matrix the solver will get for a window (estimated before reading)."""
-    w, h = (source.width, source.height)
-    if solve_scale < 1.0:
-        w, h = solve_size((h, w), solve_scale)
-    frames = window or source.frame_count or AUTO_WHOLE_MAX
-    if window is not None:
-        frames += CARRY_FRAMES
-    return w * h * (1 if settings.gray else 3) * frames
 
 
 class WarmUp(threading.Thread):

@@ -86,13 +86,13 @@ def initial_point(
     mask : (m, n) bool ndarray, optional
         Observation mask.
     backend : {"auto", "numpy", "numba"} or Backend, optional
-        Kernels (default: by the size of ``A``).
+        Kernels (default: numpy's, see :func:`~bpvideo.solvers.backends.get_backend`).
 
     Returns
     -------
     L0, S0 : (m, n) ndarray
     """
-    kernels = get_backend(backend, np.size(A))
+    kernels = get_backend(backend)
     A, mask = _on_device(kernels, A, mask)
     S0 = kernels.xp.empty_like(A)
     U, V = _start(A, rank, sparsity, init, mask, S0, kernels)
@@ -208,8 +208,8 @@ def best_pair(
         approximation of Algorithm 1: the subspace moves little between iterations, so one
         sweep tracks it; its effect on F-measure is measured in docs/performance.md).
     backend : {"auto", "numpy", "numba", "cuda"} or Backend, optional
-        The kernels of the solve, chosen once (default: numba from 2**22 entries when it
-        is installed, see :func:`~bpvideo.solvers.backends.get_backend`). ``"cuda"``
+        The kernels of the solve, chosen once (default: numpy's, the same bits in every
+        run; see :func:`~bpvideo.solvers.backends.get_backend`). ``"cuda"``
         solves on the GPU in float32 (the data moves there once, the results back once)
         and returns arrays of the data's dtype.
 
@@ -239,7 +239,7 @@ def best_pair(
     A = as_float(A)
     check_problem(A.shape, rank, sparsity, gamma, a, b, max_iter, tol)
     mask = check_mask(mask, A.shape)
-    kernels = get_backend(backend, A.size)
+    kernels = get_backend(backend)
     dtype = A.dtype
     method = "ncf" if (gamma == 1.0 and a == 0.0 and b == 0.0) else "bestpair"
     t0 = time.perf_counter()

@@ -68,7 +68,7 @@ def project_sparse(
     out : ndarray, optional
         Where to write the result (may be ``M`` itself).
     backend : {"auto", "numpy", "numba"} or Backend, optional
-        Kernels to run (default: by the size of ``M``, see
+        Kernels to run (default: numpy's, see
         :func:`~bpvideo.solvers.backends.get_backend`).
 
     Returns
@@ -93,7 +93,7 @@ def project_sparse(
     res = np.array(M, dtype=M.dtype, order="C") if out is None else out
     if res is not M:
         res[...] = M
-    kernels = get_backend(backend, res.size)
+    kernels = get_backend(backend)
     work = kernels.xp.asarray(res)  # a copy on the GPU for the CUDA backend
     kernels.apply_thresholds(work, kernels.thresholds(work, k_row, k_col))
     if work is not res:
@@ -129,7 +129,7 @@ class RankProjector:
     seed : int, default 0
         Seed of the random first block.
     backend : {"auto", "numpy", "numba"} or Backend, optional
-        Kernels of the products (default: by the size of each matrix projected).
+        Kernels of the products (default: numpy's).
 
     Attributes
     ----------
@@ -227,7 +227,7 @@ class RankProjector:
             Of ``M``'s dtype; ``V`` has orthonormal columns.
         """
         m, n = M.shape
-        kernels = get_backend(self.backend, M.size)
+        kernels = get_backend(self.backend)
         M = kernels.xp.asarray(M)  # the long side stays where the backend keeps it
         tall = m >= n
         T = M if tall else M.T  # tall view, no copy

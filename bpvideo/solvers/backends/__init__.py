@@ -44,7 +44,6 @@ __all__ = [
     "BACKENDS",
     "DEVICES",
     "HAVE_NUMBA",
-    "NUMBA_MIN_SIZE",
     "Backend",
     "Thresholds",
     "available_backends",
@@ -63,13 +62,6 @@ DEVICES = ("auto", "cpu", "cuda")
 HAVE_NUMBA = (
     os.environ.get("BPVIDEO_NUMBA", "1") != "0" and importlib.util.find_spec("numba") is not None
 )
-
-#: ``get_backend("auto", size)``: matrices with fewer entries run the numpy kernels.
-#: Loading numba and its cached kernels costs ~0.55 s of CPU (and holds the interpreter
-#: lock while frames are read), more than numba saves on a small solve: at 4800 x 300
-#: (a 320x240 clip solved at --solve-scale 0.25) 15 iterations take 0.3 s with numba and
-#: 0.65 s without; from about 2**22 entries numba wins by more than it costs.
-NUMBA_MIN_SIZE = 1 << 22
 
 #: Backend name -> ``module:class`` that implements it (imported on first use).
 BACKENDS = {
@@ -121,18 +113,19 @@ def resolve_device(device: str | None = "auto") -> str:
 _INSTANCES: dict[str, Backend] = {}
 
 
-def get_backend(name: str | Backend | None = "auto", size: int | None = None) -> Backend:
+def get_backend(name: str | Backend | None = "auto") -> Backend:
     """The backend a solve runs on.
 
     Parameters
     ----------
     name : {"auto", "numpy", "numba", "cuda"} or Backend, default "auto"
-        ``"auto"`` (or None): numba for matrices of at least :data:`NUMBA_MIN_SIZE`
-        entries when it is installed (and ``BPVIDEO_NUMBA`` is not ``0``), numpy
-        otherwise (a CPU backend: ``"cuda"`` is chosen by name, see
-        :func:`resolve_device`). A :class:`Backend` is returned as is.
-    size : int, optional
-        Entries of the data matrix (``"auto"`` only; None counts as small).
+        ``"auto"`` (or None): numpy, the reference, whatever the size and whether numba
+        is installed, so that a solve gives the same bits on every install and in every
+        run: numba's kernels sum in another order (its reductions are vectorized), and
+        the first run after an install would wait seconds for their compilation
+        (docs/performance.md, "The solver's kernels"). ``"numba"`` is chosen by name
+        (about 1.6 times fewer CPU seconds per iteration, once compiled), and so is
+        ``"cuda"`` (see :func:`resolve_device`). A :class:`Backend` is returned as is.
 
     Returns
     -------
@@ -146,11 +139,11 @@ def get_backend(name: str | Backend | None = "auto", size: int | None = None) ->
 
     Examples
     --------
-    >>> get_backend("numpy").name, get_backend("auto", 100).name
+    >>> get_backend("numpy").name, get_backend("auto").name
     ('numpy', 'numpy')
     """
     if name is None or name == "auto":
-        name = "numba" if HAVE_NUMBA and size is not None and size >= NUMBA_MIN_SIZE else "numpy"
+        name = "numpy"
     if not isinstance(name, str):
         return name
     if name not in BACKENDS:
