@@ -107,3 +107,41 @@ def test_a_piece_that_parts_for_two_frames_is_not_an_object():
     # The frames in the joined blob count, the travel rule still holds: a piece seen
     # apart for 2 frames has not got far from where it parted.
     assert _objects(_bridged(8, 2)) == 1
+
+
+def test_two_bodies_that_arrive_joined_in_a_long_blob_are_two_objects():
+    # Two squares 10 px apart, bridged for 6 frames: the joined blob's box is 2.8 times
+    # one square's (34 by 12 px). Cars in adjacent lanes joined by their shadows look so
+    # (sbi_HighwayI); the bound was 2.5 times (one object on the code before).
+    masks = np.zeros((14, H, W), dtype=bool)
+    for i in range(14):
+        x = 10 + 3 * i
+        masks[i, 30:42, x : x + 12] = True
+        masks[i, 52:64, x : x + 12] = True
+        masks[i, 42:52, x : x + 12] = i < 6
+    assert _objects(masks) == 2
+
+
+def _shed(churn: int, apart: int) -> np.ndarray:
+    """(n, H, W) bool: a 12x12 blob that stays in place, growing and shrinking by a pixel
+    (leaves by a tree), with a 12x12 piece touching its right side for ``churn`` frames;
+    then the piece drifts right, 2 px a frame, for ``apart`` frames and is gone."""
+    masks = np.zeros((churn + apart, H, W), dtype=bool)
+    for i in range(churn + apart):
+        grow = i % 2
+        masks[i, 50 - grow : 62 + grow, 60 - grow : 72] = True
+        x = 72 + (4 + 2 * (i - churn + 1)) * (i >= churn)  # 6 px off, then 2 a frame
+        masks[i, 50:62, x : x + 12] = True
+    return masks
+
+
+def test_a_piece_shed_by_a_blob_that_stays_in_place_is_not_an_object():
+    # The piece is seen 9 frames apart and gets 18 px (9 % of the diagonal) from where it
+    # parted: the frames it spent in the blob made it an object on the code before (1);
+    # the blob it came out of went nowhere, so they do not count.
+    assert _objects(_shed(12, 9)) == 0
+
+
+def test_a_piece_shed_by_a_blob_in_place_and_seen_long_enough_is_an_object():
+    # The same piece seen 12 frames apart is an object on its own frames.
+    assert _objects(_shed(12, 12)) == 1

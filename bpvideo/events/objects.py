@@ -13,7 +13,8 @@ or through a shadow) are one detection: ByteTrack keeps one track on it and lose
 other; that one lives on while its box, moved on as it was moving, lies in the joined
 blob (:data:`MERGED`), and when a body comes out of the blob again ByteTrack's new track
 is re-linked to it; a body that comes out of a blob it was in before it had a track of
-its own (two cars that arrive joined) has that blob's frames (:data:`PARTED`). Counting
+its own (two cars that arrive joined) has that blob's frames (:data:`PARTED`) where the
+blob went somewhere (:data:`PARTED_TRAVEL`: not leaves churning in place). Counting
 lines (:class:`CountLine`) count the objects' crossings per direction, per hour.
 """
 
@@ -75,7 +76,12 @@ MERGED_SIZE = 3.0
 #: shortest object (0: off; docs/events.md).
 PARTED = 0.5
 #: ... and that box is at most this many times the new track's first box (docs/events.md).
-PARTED_SIZE = 2.5
+PARTED_SIZE = 3.0
+#: ... and that track's centre got at least this share of the frame's diagonal from where
+#: it was first seen: a joined blob that went somewhere (two cars down a road), not one
+#: that churns in place (leaves by a tree), whose pieces' frames are not a body's
+#: (docs/events.md).
+PARTED_TRAVEL = 0.08
 #: The overlap at which ByteTrack matches a box to a track (1 - its matching threshold);
 #: also where a track coming out of a joined blob is re-linked (docs/events.md).
 MATCH_IOU = 0.3
@@ -231,6 +237,7 @@ class ObjectTracker:
         self.match_iou = MATCH_IOU if match_iou is None else match_iou
         self.close = CLOSE if close is None else close
         self.travel = MIN_TRAVEL * math.hypot(*shape)
+        self.parted_travel = PARTED_TRAVEL * math.hypot(*shape)
         self.area = max(1, int(area or shape[0] * shape[1]))
         self.regions = list(regions)
         self.counts = Counts(list(lines))
@@ -315,7 +322,8 @@ class ObjectTracker:
         came out of: those of the track whose box, on the frame before the new one's
         first, held the new one's first box (:data:`PARTED`), where that track holds
         the rest of the blob on this frame or is no object yet (an object that lost its
-        blob is this body, counted once); 0 when none did."""
+        blob is this body, counted once) and its centre got :data:`PARTED_TRAVEL` from
+        where it started; 0 when none did."""
         if PARTED <= 0:
             return 0
         first = new.box if new.box is not None else box
@@ -324,6 +332,8 @@ class ObjectTracker:
         for key, track in self.open.items():
             if key not in keys and track.confirmed:
                 continue  # an object that lost its blob: this is its body, not another
+            if track.travel < self.parted_travel:
+                continue  # a blob churning in place: its pieces are not bodies it carried
             held = next((b for r, b in track.history if r == row - 1), None)
             if held is None:
                 continue
