@@ -70,3 +70,29 @@ def test_a_clock_jump_is_kept_in_the_times(tmp_path: Path, caplog) -> None:
     assert any("clock jumps" in r.getMessage() and "19 and 20" in r.getMessage()
                for r in caplog.records)  # fmt: skip
     assert source.lost.dropped == 0
+
+
+def test_the_options_are_asked_while_the_input_is_probed(tmp_path: Path, monkeypatch) -> None:
+    """``ffmpeg -h full`` (needed when the decoder starts) is asked once, from the probe,
+    and is not asked again when the video is decoded."""
+    from bpvideo.sources import ffmpeg
+
+    clip = tmp_path / "clip.mkv"
+    write_video(clip, make_scene(32, 24, 4, seed=1).frames, 25.0, lossless=True)
+    real = frame_times._read_options
+    asked: list[str] = []
+
+    def read_options(exe: str) -> str:
+        asked.append(exe)
+        return real(exe)
+
+    monkeypatch.setattr(frame_times, "_read_options", read_options)
+    monkeypatch.setattr(frame_times, "_ASKED", {})
+    ffmpeg.probe(clip)
+    question = frame_times._ASKED.get(ffmpeg.executable())
+    assert question is not None  # asked by the probe, before any decoding
+    assert "-fps_mode" in question.result(timeout=60)
+    assert asked == [ffmpeg.executable()]
+    source = open_source(clip)
+    assert len([n for n, _ in source.frames]) == 4
+    assert asked == [ffmpeg.executable()]
