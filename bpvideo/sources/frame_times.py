@@ -72,6 +72,19 @@ def _read_options(ffmpeg: str) -> str:
     return done.stdout.decode("ascii", "replace")
 
 
+def _forget_unanswered() -> None:
+    """In a forked child: the thread asking is the parent's, so a question still open
+    there is asked again here (under a new lock: the parent's may have been held)."""
+    global _ASKED_LOCK
+    _ASKED_LOCK = threading.Lock()
+    for ffmpeg in [k for k, future in _ASKED.items() if not future.done()]:
+        del _ASKED[ffmpeg]
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_forget_unanswered)
+
+
 def _options_of(ffmpeg: str) -> str:
     """The text of ``ffmpeg -h full`` (its options; machine text, no file name; empty
     when it cannot be run), asked once (:func:`ask_options`)."""

@@ -96,3 +96,18 @@ def test_the_options_are_asked_while_the_input_is_probed(tmp_path: Path, monkeyp
     source = open_source(clip)
     assert len([n for n, _ in source.frames]) == 4
     assert asked == [ffmpeg.executable()]
+
+
+def test_a_forked_child_asks_again_what_its_parent_had_not_heard(monkeypatch) -> None:
+    """A question open in the parent at a fork has no thread in the child: asked anew."""
+    import os
+    from concurrent.futures import Future
+
+    open_question: Future[str] = Future()
+    monkeypatch.setattr(frame_times, "_ASKED", {"ffmpeg-a": open_question})
+    monkeypatch.setattr(frame_times, "_read_options", lambda exe: f"{exe} -fps_mode")
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only with the answer asked here
+        os._exit(0 if frame_times._options_of("ffmpeg-a") == "ffmpeg-a -fps_mode" else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert not open_question.done()  # the parent's question is still its own
