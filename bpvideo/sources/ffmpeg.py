@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bpvideo.sources.accounting import FfmpegLog
-from bpvideo.sources.frame_times import Timestamps, data_end, passthrough_options, scan_packets
+from bpvideo.sources.frame_times import (
+    Timestamps,
+    ask_options,
+    data_end,
+    passthrough_options,
+    scan_packets,
+)
 
 __all__ = [
     "REFERENCING",
@@ -241,6 +247,7 @@ def probe(path: str | os.PathLike, references: bool = False) -> Probe:
 def _probe(url: str, references: bool) -> Probe:
     import cv2
 
+    ask_options(executable())  # the decoder's options, asked while this probe runs
     options = input_options(references)
     capture_options = "|".join(
         f"{k[1:]};{v}" for k, v in zip(options[::2], options[1::2], strict=True)

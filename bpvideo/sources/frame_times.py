@@ -12,14 +12,15 @@ frame ``i`` is read.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import subprocess
 import threading
+from concurrent.futures import Future
 from fractions import Fraction
 
 __all__ = [
     "Timestamps",
+    "ask_options",
     "data_end",
     "passthrough_flag",
     "passthrough_options",
@@ -31,15 +32,63 @@ __all__ = [
 WAIT = 5.0
 
 
-@functools.lru_cache(maxsize=4)
-def _options_of(ffmpeg: str) -> str:
-    """The text of ``ffmpeg -h full`` (its options; machine text, no file name)."""
+#: The answer of ``ffmpeg -h full`` of each executable, asked once.
+_ASKED: dict[str, Future[str]] = {}
+_ASKED_LOCK = threading.Lock()
+
+
+def ask_options(ffmpeg: str) -> None:
+    """Start asking ``ffmpeg -h full`` in a thread (once per executable).
+
+    Its answer, a megabyte of text (~40 ms), is needed only when the decoder starts:
+    asked while the input is probed, it is ready by then instead of delaying it.
+    """
+    _asked(ffmpeg)
+
+
+def _asked(ffmpeg: str) -> Future[str]:
+    with _ASKED_LOCK:
+        future = _ASKED.get(ffmpeg)
+        if future is None:
+            future = _ASKED[ffmpeg] = Future()
+            threading.Thread(target=_answer, args=(ffmpeg, future), daemon=True,
+                             name="bpvideo-ffmpeg-options").start()  # fmt: skip
+    return future
+
+
+def _answer(ffmpeg: str, future: Future[str]) -> None:
+    try:
+        future.set_result(_read_options(ffmpeg))
+    except BaseException as exc:  # handed to whoever waits for the answer
+        future.set_exception(exc)
+
+
+def _read_options(ffmpeg: str) -> str:
     try:
         done = subprocess.run([ffmpeg, "-hide_banner", "-h", "full"], capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=20, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return done.stdout.decode("ascii", "replace")
+
+
+def _forget_unanswered() -> None:
+    """In a forked child: the thread asking is the parent's, so a question still open
+    there is asked again here (under a new lock: the parent's may have been held)."""
+    global _ASKED_LOCK
+    _ASKED_LOCK = threading.Lock()
+    for ffmpeg in [k for k, future in _ASKED.items() if not future.done()]:
+        del _ASKED[ffmpeg]
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_forget_unanswered)
+
+
+def _options_of(ffmpeg: str) -> str:
+    """The text of ``ffmpeg -h full`` (its options; machine text, no file name; empty
+    when it cannot be run), asked once (:func:`ask_options`)."""
+    return _asked(ffmpeg).result()
 
 
 def supports_times(ffmpeg: str) -> bool:

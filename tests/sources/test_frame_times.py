@@ -70,3 +70,44 @@ def test_a_clock_jump_is_kept_in_the_times(tmp_path: Path, caplog) -> None:
     assert any("clock jumps" in r.getMessage() and "19 and 20" in r.getMessage()
                for r in caplog.records)  # fmt: skip
     assert source.lost.dropped == 0
+
+
+def test_the_options_are_asked_while_the_input_is_probed(tmp_path: Path, monkeypatch) -> None:
+    """``ffmpeg -h full`` (needed when the decoder starts) is asked once, from the probe,
+    and is not asked again when the video is decoded."""
+    from bpvideo.sources import ffmpeg
+
+    clip = tmp_path / "clip.mkv"
+    write_video(clip, make_scene(32, 24, 4, seed=1).frames, 25.0, lossless=True)
+    real = frame_times._read_options
+    asked: list[str] = []
+
+    def read_options(exe: str) -> str:
+        asked.append(exe)
+        return real(exe)
+
+    monkeypatch.setattr(frame_times, "_read_options", read_options)
+    monkeypatch.setattr(frame_times, "_ASKED", {})
+    ffmpeg.probe(clip)
+    question = frame_times._ASKED.get(ffmpeg.executable())
+    assert question is not None  # asked by the probe, before any decoding
+    assert "-fps_mode" in question.result(timeout=60)
+    assert asked == [ffmpeg.executable()]
+    source = open_source(clip)
+    assert len([n for n, _ in source.frames]) == 4
+    assert asked == [ffmpeg.executable()]
+
+
+def test_a_forked_child_asks_again_what_its_parent_had_not_heard(monkeypatch) -> None:
+    """A question open in the parent at a fork has no thread in the child: asked anew."""
+    import os
+    from concurrent.futures import Future
+
+    open_question: Future[str] = Future()
+    monkeypatch.setattr(frame_times, "_ASKED", {"ffmpeg-a": open_question})
+    monkeypatch.setattr(frame_times, "_read_options", lambda exe: f"{exe} -fps_mode")
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only with the answer asked here
+        os._exit(0 if frame_times._options_of("ffmpeg-a") == "ffmpeg-a -fps_mode" else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert not open_question.done()  # the parent's question is still its own
