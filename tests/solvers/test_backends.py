@@ -106,6 +106,23 @@ def test_row_median_matches_numpy(backend: Backend) -> None:
     np.testing.assert_array_equal(backend.row_median(A, mask), want)
 
 
+def test_row_medians_of_a_large_matrix_are_each_rows_own() -> None:
+    """Above NP_SPLIT_SIZE the numpy backend takes blocks of rows side by side: each row's
+    median, and the dtype, are those of one call over the whole matrix."""
+    from bpvideo.robust import masked_median
+    from bpvideo.solvers.backends.numpy import NP_SPLIT_SIZE
+
+    rng = np.random.default_rng(9)
+    A = rng.integers(0, 40, size=(NP_SPLIT_SIZE // 100 + 7, 101)).astype(np.float32)
+    mask = rng.random(A.shape) < 0.5
+    mask[3] = False
+    numpy_backend = get_backend("numpy")
+    whole = numpy_backend.row_median(A)
+    assert whole.dtype == np.float32
+    np.testing.assert_array_equal(whole, np.median(A, axis=1))
+    np.testing.assert_array_equal(numpy_backend.row_median(A, mask), masked_median(A, mask, 0.0))
+
+
 def test_products(backend: Backend) -> None:
     rng = np.random.default_rng(5)
     M = rng.standard_normal((500, 40))

@@ -178,9 +178,20 @@ def _np_fused_rows(W, Sp, Wl, A, mask, thr, L, Lp, a, b, h, VwT, xp=np):
 
 
 def _np_row_median(A, mask):
-    if mask is None:
-        return np.median(A, axis=1)
-    return masked_median(A, mask, empty=0.0)  # an all-unobserved row: 0
+    """Each row's median (of its ``mask`` entries), row blocks side by side: a row's
+    median is its own, so the blocks give the same bits as one call."""
+    # np.median keeps a float dtype (float32 in, float32 out); masked_median is float64
+    floating = mask is None and np.issubdtype(A.dtype, np.floating)
+    out = np.empty(A.shape[0], dtype=A.dtype if floating else np.float64)
+
+    def rows(lo: int, hi: int) -> None:
+        if mask is None:
+            out[lo:hi] = np.median(A[lo:hi], axis=1)
+        else:  # an all-unobserved row: 0
+            out[lo:hi] = masked_median(A[lo:hi], mask[lo:hi], empty=0.0)
+
+    _np_map(rows, A.shape[0], A.size)
+    return out
 
 
 class NumpyBackend:
