@@ -69,22 +69,19 @@ def test_a_fresh_cache_compiles_once_then_loads_with_the_same_masks(tmp_path):
     assert np.array_equal(masks[0], masks[1])
 
 
-#: A child's work: the numba solver's warm-up (two threads) on an empty or full cache;
-#: prints how many kernels this process compiled (its helper's are not counted).
+#: A child's work: the numba solver's warm-up on an empty or full cache; prints how many
+#: kernels this process compiled.
 WARM = """
-from bpvideo import cores
 from bpvideo.solvers.backends import compile_log, get_backend
-cores.use(2)  # the helper runs only with two threads or more
 get_backend("numba").warm_up()
 print(compile_log.compiles())
 """
 
 
-def test_an_empty_cache_is_shared_with_a_helper_and_a_second_process_only_loads(tmp_path):
-    """On an empty cache, the warm-up compiles only ``apply`` and the fused step itself: a
-    helper process caches the other kernels meanwhile, and this process loads them; a
-    second process compiles nothing (every kernel, with the signatures a solve uses,
-    is in the cache)."""
+def test_the_warm_up_caches_every_kernel_and_a_second_process_only_loads(tmp_path):
+    """On an empty cache, the numba solver's warm-up compiles its kernels; a second
+    process compiles nothing (every kernel, with the signatures a solve uses, is in the
+    cache)."""
     import subprocess
     import sys
 
@@ -96,7 +93,7 @@ def test_an_empty_cache_is_shared_with_a_helper_and_a_second_process_only_loads(
         done = subprocess.run([sys.executable, "-c", WARM], env=env, capture_output=True,
                               text=True, timeout=600, check=True)  # fmt: skip
         compiled.append(int(done.stdout.split()[-1]))
-    assert compiled == [2, 0]
+    assert compiled[0] >= 7 and compiled[1] == 0
     cached = {p.name.split("-")[0] for p in (tmp_path / "numba").rglob("*.nbi")}
     kernels = {"apply", "fused", "row_thresholds", "col_thresholds", "matmul", "t_matmul",
                "row_median"}  # fmt: skip

@@ -6,7 +6,7 @@ numba or of bpvideo) compiles them, later runs load them. numba announces a comp
 and only a compilation (not a load from the cache), with its ``numba:compile`` event:
 :func:`watch_compiles` turns the first one of a process into an INFO record of the
 ``bpvideo`` logger, and each into a DEBUG record with its seconds; :func:`compiles`
-counts them (how :mod:`.numba` tells an empty cache from a full one).
+counts them.
 """
 
 from __future__ import annotations

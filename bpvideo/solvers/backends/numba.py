@@ -24,10 +24,9 @@ from itertools import pairwise
 import numpy as np
 
 from bpvideo import cores
-from bpvideo.solvers.backends import aside, compile_log
 from bpvideo.solvers.backends.base import exercise, keep_all
 
-__all__ = ["PARALLEL_MIN_SIZE", "NumbaBackend", "warm_rest"]
+__all__ = ["PARALLEL_MIN_SIZE", "NumbaBackend"]
 
 #: Selection brackets are the previous thresholds times this and divided by it: wide
 #: enough that the new threshold is usually inside (the per-column thresholds of a video
@@ -213,33 +212,6 @@ class NumbaBackend:
         return out
 
     def warm_up(self, dtype: type = np.float32) -> None:
-        """Load (or compile) the kernels for ``dtype`` now, on a tiny problem.
-
-        The cheapest kernel first: when it had to be compiled, the cache is empty (the
-        first run after an install), and, with ``--threads`` above 1, a helper process
-        (:mod:`.aside`) compiles the kernels of :func:`warm_rest` into the cache while
-        this thread compiles the fused step, the largest; then every kernel is loaded from
-        the cache, or compiled here if the helper did not cache it."""
-        before = compile_log.compiles()
-        W = np.zeros((4, 4), dtype=dtype)
-        self.apply_thresholds(W, keep_all(W.shape, dtype))
-        cold = compile_log.compiles() > before
-        if cold and np.dtype(dtype) == np.float32 and cores.threads() > 1:
-            helper = aside.start(f"{__name__}:warm_rest")
-            f = (np.zeros((4, 1), dtype=dtype), np.zeros((4, 1), dtype=dtype))
-            self.fused_step(W, W.copy(), W.copy(), W.copy(), None, None, f, f, 0.5, 0.5, 0.5,
-                            1, block=f[1])  # fmt: skip
-            aside.finish(helper)
+        """Load (or compile, once: then cached on disk) the kernels for ``dtype`` now, on
+        a tiny problem."""
         exercise(self, dtype)
-
-
-def warm_rest() -> None:
-    """Load (or compile) the float32 kernels other than the fused step and ``apply``, with
-    the signatures of :func:`~bpvideo.solvers.backends.base.exercise` (the helper
-    process's share of :meth:`NumbaBackend.warm_up`)."""
-    backend = NumbaBackend()
-    A = np.zeros((4, 4), dtype=np.float32)
-    backend.thresholds(A, 1, 1)
-    backend.t_matmul(A, np.zeros((4, 1)))
-    backend.matmul(A, np.zeros((4, 1), dtype=np.float32))
-    backend.row_median(A)
