@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -56,19 +57,23 @@ class Sample:
     runnable: int = 0
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _task_files(pid: int, leaf: str) -> Iterator[tuple[int, str]]:
+    """(thread id, text of ``/proc/PID/task/TID/LEAF``) of each thread of ``pid`` still
+    there (threads and processes come and go while they are read)."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return found
+        return
     for task in tasks:
         try:
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found += [int(c) for c in f.read().split()]
+            with open(f"/proc/{pid}/task/{task}/{leaf}") as f:
+                yield int(task), f.read()
         except OSError:
             continue
-    return found
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for _, text in _task_files(pid, "children") for c in text.split()]
 
 
 def _tree(pid: int) -> list[int]:
@@ -83,19 +88,10 @@ def _tree(pid: int) -> list[int]:
 def _threads(pid: int) -> dict[tuple[int, int, str], tuple[float, str]]:
     """(pid, tid, name) -> (CPU seconds, state) of each thread of ``pid``."""
     out = {}
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
+    for tid, stat in _task_files(pid, "stat"):
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
-        out[(pid, int(task), name)] = ((int(fields[11]) + int(fields[12])) / TICK, fields[0])
+        out[(pid, tid, name)] = ((int(fields[11]) + int(fields[12])) / TICK, fields[0])
     return out
 
 

@@ -123,8 +123,9 @@ def get_backend(name: str | Backend | None = "auto") -> Backend:
         is installed, so that a solve gives the same bits on every install and in every
         run: numba's kernels sum in another order (its reductions are vectorized), and
         the first run after an install would wait seconds for their compilation
-        (docs/performance.md, "The solver's kernels"). ``"numba"`` is chosen by name
-        (about 1.6 times fewer CPU seconds per iteration, once compiled), and so is
+        (docs/performance.md, "The solver on numpy's kernels at every size").
+        ``"numba"`` is chosen by name (about 1.6 times fewer CPU seconds per iteration,
+        once compiled), and so is
         ``"cuda"`` (see :func:`resolve_device`). A :class:`Backend` is returned as is.
 
     Returns
