@@ -145,3 +145,43 @@ def test_beside_runs_work_in_one_more_thread_only_when_the_run_has_two():
     cores.use(1)
     with pytest.raises(ValueError, match="no"), cores.beside("bpvideo-test") as start:
         start(fails)
+
+
+def test_in_blocks_runs_the_second_half_beside_with_two_threads_and_enough_entries():
+    def where(lo, hi):
+        return lo, hi, threading.current_thread().name
+
+    here = threading.current_thread().name
+    cores.use(1)
+    assert cores.in_blocks(where, 10, 1 << 30) == [(0, 10, here)]
+    cores.use(2)
+    assert cores.in_blocks(where, 10, cores.SPLIT_ENTRIES - 1) == [(0, 10, here)]
+    first, second = cores.in_blocks(where, 10, 1 << 30)
+    assert first == (0, 5, here) and second[:2] == (5, 10)
+    assert second[2].startswith("bpvideo-rows")
+    # in the one more thread, work spreads no further
+    assert cores.in_blocks(lambda lo, hi: cores.in_blocks(where, 10, 1 << 30), 4, 1 << 30)[1] == [
+        (0, 10, second[2])
+    ]
+    # a failed first half raises once the second is done
+    done = []
+
+    def fails(lo, hi):
+        if lo == 0:
+            raise ValueError("no")
+        done.append(hi)
+
+    with pytest.raises(ValueError, match="no"):
+        cores.in_blocks(fails, 10, 1 << 30)
+    assert done == [10]
+
+
+def test_by_rows_hands_every_row_once_a_chunk_at_a_time(monkeypatch):
+    monkeypatch.setattr(cores, "CHUNK_ENTRIES", 1000)
+    for count in (1, 2):
+        cores.use(count)
+        seen: list[tuple[int, int]] = []
+        cores.by_rows(lambda lo, hi, seen=seen: seen.append((lo, hi)), 1001, 300)
+        rows = sorted(r for lo, hi in seen for r in range(lo, hi))
+        assert rows == list(range(1001))
+        assert max(hi - lo for lo, hi in seen) == 3  # 1000 entries: 3 rows of 300
