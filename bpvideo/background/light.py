@@ -311,9 +311,16 @@ def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     n = data.shape[1]
     cols = np.unique(np.linspace(0, n - 1, min(n, tuning.LIGHT_BASE_FRAMES)).round().astype(int))
     picked = np.asarray(data[:, cols], dtype=np.float32)
-    if mask is None:
-        return np.median(picked, axis=1).astype(np.float32)
-    return masked_median(picked, mask[:, cols], empty=0.0).astype(np.float32)
+    out = np.empty(len(picked), dtype=np.float32)
+
+    def rows(lo: int, hi: int) -> None:  # a row's median is its own
+        if mask is None:
+            out[lo:hi] = np.median(picked[lo:hi], axis=1)
+        else:
+            out[lo:hi] = masked_median(picked[lo:hi], mask[lo:hi, cols], empty=0.0)
+
+    cores.in_blocks(rows, len(picked), picked.size)
+    return out
 
 
 #: Fewest entries a frame's light is fitted on.

@@ -94,10 +94,16 @@ def motion_score(
     n = data.shape[1]
     frames = np.ascontiguousarray(data.T, dtype=np.float32).reshape(n, h, w)
     change = np.empty_like(frames)
-    np.abs(frames[1:] - frames[:-1], out=change[1:])
-    change[0] = change[1] if n > 1 else 0.0
-    for j in range(n):
-        change[j] = cv2.blur(change[j], (box, box))
+
+    def changes(lo: int, hi: int) -> None:  # a frame's change is its own: frames side by side
+        first = max(lo, 1)
+        np.abs(frames[first:hi] - frames[first - 1 : hi - 1], out=change[first:hi])
+        if lo == 0:  # the first frame's change is the second's
+            change[0] = np.abs(frames[1] - frames[0]) if n > 1 else 0.0
+        for j in range(lo, hi):
+            change[j] = cv2.blur(change[j], (box, box))
+
+    cores.in_blocks(changes, n, data.size)
     score = cv2.transpose(change.reshape(n, h * w)) if h * w < 2**31 else change.reshape(n, -1).T
     # running maximum along time: a dilation by a 1 x (2 reach + 1) line (OpenCV's, not
     # scipy.ndimage's maximum_filter1d, whose import alone costs ~0.35 s per run)

@@ -295,3 +295,14 @@ def test_observe_background_in_row_blocks_side_by_side_gives_the_one_calls_bits(
     assert len(threads) == 2
     (observed, ref), (_, later) = one
     assert 0.1 < observed.mean() < 0.99 and ref.noise > 0.5 and later.noise > 0.5
+
+
+@pytest.mark.parametrize("n", [2, 3, 40])
+def test_motion_score_of_frames_side_by_side_is_the_one_calls(in_row_blocks, n) -> None:
+    """The frames' changes formed in two blocks of frames side by side (the first frame's
+    change is the second's, whichever block holds that): the one call's bits."""
+    rng = np.random.default_rng(n)
+    data = rng.integers(0, 255, (30 * 40, n)).astype(np.float32)
+    one, split, threads = in_row_blocks(lambda: motion_score(data, (30, 40), box=3, reach=2))
+    assert same_bits(one, split) and len(threads) == 2
+    assert np.array_equal(one[:, 0] > 0, one[:, 1] > 0)
