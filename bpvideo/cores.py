@@ -52,7 +52,7 @@ SPLIT_ENTRIES = 1 << 18
 #: Entries of the chunk of rows :func:`by_rows` hands its work at a time (its
 #: temporaries, a few float32 arrays of that size, stay in a core's cache).
 CHUNK_ENTRIES = 1 << 16
-_BLOCKS: dict[str, ThreadPoolExecutor] = {}
+_BLOCKS: dict[int, ThreadPoolExecutor] = {}
 _T = TypeVar("_T")
 
 
@@ -157,10 +157,11 @@ def in_blocks(work: Callable[[int, int], _T], length: int, entries: int) -> list
     """
     if length < 2 or entries < SPLIT_ENTRIES or threads() <= 1:
         return [work(0, length)]
-    pool = _BLOCKS.get("pool")
+    pid = os.getpid()  # a forked child has no thread of its parent's pool: its own
+    pool = _BLOCKS.get(pid)
     if pool is None:
         pool = _BLOCKS.setdefault(
-            "pool", ThreadPoolExecutor(1, thread_name_prefix="bpvideo-rows", initializer=in_pool)
+            pid, ThreadPoolExecutor(1, thread_name_prefix="bpvideo-rows", initializer=in_pool)
         )
     half = length // 2
     second = pool.submit(work, half, length)

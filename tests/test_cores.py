@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 from pathlib import Path
 
@@ -185,3 +187,17 @@ def test_by_rows_hands_every_row_once_a_chunk_at_a_time(monkeypatch):
         rows = sorted(r for lo, hi in seen for r in range(lo, hi))
         assert rows == list(range(1001))
         assert max(hi - lo for lo, hi in seen) == 3  # 1000 entries: 3 rows of 300
+
+
+def _halves() -> list[int]:
+    cores.use(2)
+    return cores.in_blocks(lambda lo, hi: hi, 4, 1 << 30)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_in_blocks_in_a_forked_child_of_a_process_that_used_it():
+    """The parent's thread of the blocks is not the child's: the child starts its own
+    (with the parent's, its second half would wait for ever)."""
+    assert _halves() == [2, 4]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_halves).get(timeout=60) == [2, 4]
