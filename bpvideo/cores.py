@@ -4,7 +4,8 @@ A low module (it imports nothing of bpvideo): the option table reads its default
 the job sets the run's count once (:func:`use`), and the layers below read it
 (:func:`threads`): the numba solver's kernels, the compiled match of the masks, the pool
 that forms blocks of masks side by side (:mod:`bpvideo.pipeline.finish`), the one thread
-that runs a piece of work beside the caller's (:func:`beside`). A thread of
+that runs a piece of work beside the caller's (:func:`beside`), the two halves of a
+matrix's rows worked on side by side (:func:`in_blocks`). A thread of
 such a pool is marked (:func:`in_pool`): the work it runs stays on one thread, so that N
 threads never start N more each.
 
@@ -24,13 +25,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "CPU_MAX",
     "available_cores",
     "beside",
+    "by_rows",
     "cgroup_cpus",
+    "in_blocks",
     "in_pool",
     "limit",
     "threads",
@@ -42,6 +45,15 @@ CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 
 _STATE: dict[str, int | None] = {"threads": None, "limit": None}
 _LOCAL = threading.local()
+
+#: :func:`in_blocks` splits work over at least this many entries (below it, handing a
+#: block to a thread costs about what it saves).
+SPLIT_ENTRIES = 1 << 18
+#: Entries of the chunk of rows :func:`by_rows` hands its work at a time (its
+#: temporaries, a few float32 arrays of that size, stay in a core's cache).
+CHUNK_ENTRIES = 1 << 16
+_BLOCKS: dict[int, ThreadPoolExecutor] = {}
+_T = TypeVar("_T")
 
 
 def cgroup_cpus(path: Path | str = CPU_MAX) -> float | None:
@@ -131,3 +143,45 @@ def _at_once(work: Callable[..., Any], *args: Any) -> Future:
     done: Future = Future()
     done.set_result(work(*args))
     return done
+
+
+def in_blocks(work: Callable[[int, int], _T], length: int, entries: int) -> list[_T]:
+    """``[work(lo, hi)]`` over the two halves of ``range(length)``, the second in one
+    more thread (marked :func:`in_pool`, kept for the next call) while the caller's works
+    on the first, when the calling thread may use more than one (:func:`threads`) and the
+    work goes over at least :data:`SPLIT_ENTRIES` ``entries``; else ``[work(0, length)]``.
+
+    For work whose answer for an index is its own (each row of a matrix formed alone,
+    as numpy's elementwise operations and reductions along a row form it): the same
+    bytes whichever way it ran. Sums over the rows are left to the caller, whole.
+    """
+    if length < 2 or entries < SPLIT_ENTRIES or threads() <= 1:
+        return [work(0, length)]
+    pid = os.getpid()  # a forked child has no thread of its parent's pool: its own
+    pool = _BLOCKS.get(pid)
+    if pool is None:
+        pool = _BLOCKS.setdefault(
+            pid, ThreadPoolExecutor(1, thread_name_prefix="bpvideo-rows", initializer=in_pool)
+        )
+    half = length // 2
+    second = pool.submit(work, half, length)
+    try:
+        first = work(0, half)
+    except BaseException:
+        second.exception()  # waits: no block is still written to when the caller goes on
+        raise
+    return [first, second.result()]
+
+
+def by_rows(work: Callable[[int, int], object], rows: int, columns: int) -> None:
+    """``work(lo, hi)`` over the rows of a ``rows`` x ``columns`` matrix, a chunk of
+    about :data:`CHUNK_ENTRIES` entries at a time, the rows' two halves side by side
+    (:func:`in_blocks`). For work that forms each row alone (numpy's elementwise
+    operations, reductions along a row): the same bytes as one call over every row."""
+    step = max(1, CHUNK_ENTRIES // max(columns, 1))
+
+    def chunks(lo: int, hi: int) -> None:
+        for c in range(lo, hi, step):
+            work(c, min(hi, c + step))
+
+    in_blocks(chunks, rows, rows * columns)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 from pathlib import Path
 
@@ -145,3 +147,57 @@ def test_beside_runs_work_in_one_more_thread_only_when_the_run_has_two():
     cores.use(1)
     with pytest.raises(ValueError, match="no"), cores.beside("bpvideo-test") as start:
         start(fails)
+
+
+def test_in_blocks_runs_the_second_half_beside_with_two_threads_and_enough_entries():
+    def where(lo, hi):
+        return lo, hi, threading.current_thread().name
+
+    here = threading.current_thread().name
+    cores.use(1)
+    assert cores.in_blocks(where, 10, 1 << 30) == [(0, 10, here)]
+    cores.use(2)
+    assert cores.in_blocks(where, 10, cores.SPLIT_ENTRIES - 1) == [(0, 10, here)]
+    first, second = cores.in_blocks(where, 10, 1 << 30)
+    assert first == (0, 5, here) and second[:2] == (5, 10)
+    assert second[2].startswith("bpvideo-rows")
+    # in the one more thread, work spreads no further
+    assert cores.in_blocks(lambda lo, hi: cores.in_blocks(where, 10, 1 << 30), 4, 1 << 30)[1] == [
+        (0, 10, second[2])
+    ]
+    # a failed first half raises once the second is done
+    done = []
+
+    def fails(lo, hi):
+        if lo == 0:
+            raise ValueError("no")
+        done.append(hi)
+
+    with pytest.raises(ValueError, match="no"):
+        cores.in_blocks(fails, 10, 1 << 30)
+    assert done == [10]
+
+
+def test_by_rows_hands_every_row_once_a_chunk_at_a_time(monkeypatch):
+    monkeypatch.setattr(cores, "CHUNK_ENTRIES", 1000)
+    for count in (1, 2):
+        cores.use(count)
+        seen: list[tuple[int, int]] = []
+        cores.by_rows(lambda lo, hi, seen=seen: seen.append((lo, hi)), 1001, 300)
+        rows = sorted(r for lo, hi in seen for r in range(lo, hi))
+        assert rows == list(range(1001))
+        assert max(hi - lo for lo, hi in seen) == 3  # 1000 entries: 3 rows of 300
+
+
+def _halves() -> list[int]:
+    cores.use(2)
+    return cores.in_blocks(lambda lo, hi: hi, 4, 1 << 30)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_in_blocks_in_a_forked_child_of_a_process_that_used_it():
+    """The parent's thread of the blocks is not the child's: the child starts its own
+    (with the parent's, its second half would wait for ever)."""
+    assert _halves() == [2, 4]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_halves).get(timeout=60) == [2, 4]

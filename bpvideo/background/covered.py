@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.background import tuning
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "both_ends",
     "guided",
     "never_still",
+    "quietest",
 ]
 
 
@@ -76,9 +78,21 @@ class Covered:
 def _quiet(score: np.ndarray, still: np.ndarray) -> tuple[np.ndarray, float]:
     """Each row's largest motion over its still frames, and the :data:`tuning.QUIET` quantile of
     that over rows."""
-    quiet = np.max(np.where(still, score, -np.inf), axis=1)
+    quiet = quietest(score, still)
     finite = quiet[np.isfinite(quiet)]
     return quiet, float(np.quantile(finite, tuning.QUIET)) if finite.size else 0.0
+
+
+def quietest(score: np.ndarray, still: np.ndarray) -> np.ndarray:
+    """Each row's largest motion over its still frames (-inf where it has none): (m,)."""
+    m, n = score.shape
+    out = np.empty(m, dtype=np.result_type(score.dtype, np.float32))
+
+    def rows(lo: int, hi: int) -> None:
+        np.max(np.where(still[lo:hi], score[lo:hi], -np.inf), axis=1, out=out[lo:hi])
+
+    cores.by_rows(rows, m, n)
+    return out
 
 
 def unsettled(score: np.ndarray, still: np.ndarray) -> np.ndarray:
@@ -92,6 +106,7 @@ def never_still(
     score: np.ndarray,
     still: np.ndarray,
     fine: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None,
+    rows: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows with no still frame, and the still entries to use.
 
@@ -104,6 +119,8 @@ def never_still(
     fine : callable, optional
         ``fine()`` gives the motion score with a box of :data:`tuning.SMALL_BOX` and its still
         entries (made only when some row is unsettled).
+    rows : (m,) bool ndarray, optional
+        :func:`unsettled` of ``score`` and ``still``, when the caller has it.
 
     Returns
     -------
@@ -113,7 +130,7 @@ def never_still(
         ``still``, with the second look's still entries where it settled a row and every
         frame of the ``never`` rows (their reference is then the median of all frames).
     """
-    never = unsettled(score, still)
+    never = unsettled(score, still) if rows is None else rows.copy()
     if not never.any():
         return never, still
     still = still.copy()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.background import tuning
 from bpvideo.masks.thresholds import MAD_SCALE
 from bpvideo.robust import masked_median
@@ -55,27 +56,76 @@ def fit_light(
     """
     A = np.asarray(data, dtype=np.float32)
     b = np.asarray(reference, dtype=np.float32)
-    n = A.shape[1]
+    m, n = A.shape
     gain = np.ones(n, dtype=np.float32)
+    buffers = None
     if still is not None and still.any():
         # the median start is needed only by the frames the still entries cannot fit
         # (a median of every column costs more than the fit itself)
         offset = np.zeros(n, dtype=np.float32)
-        gain, offset, fitted = _weighted_line(A, b, still.astype(np.float32), gain, offset)
+        buffers = _weights(A, still)
+        gain, offset, fitted = _weighted_line(b, *buffers, gain, offset)
         unfit = np.flatnonzero(~fitted)
         if unfit.size:
             offset[unfit] = _median_offset(A[:, unfit], b)
     else:
         offset = _median_offset(A, b)
-    resid = A - (b[:, None] * gain + offset)
+    resid = np.empty((m, n), dtype=np.float32)
+
+    def residual(lo: int, hi: int) -> None:
+        np.subtract(A[lo:hi], b[lo:hi, None] * gain + offset, out=resid[lo:hi])
+
+    cores.by_rows(residual, *A.shape)
     if noise is None:
         noise = _mad_noise(resid[still] if still is not None and still.any() else resid.ravel())
     noise = max(0.5, noise)
-    for _ in range(passes):
-        weights = (np.abs(resid) < 2.5 * noise).astype(np.float32)
-        gain, offset, _ = _weighted_line(A, b, weights, gain, offset)
-        np.subtract(A, b[:, None] * gain + offset, out=resid)
+    for p in range(passes):
+        # the residual of the previous pass's fit, then its agreeing entries (the last
+        # pass's residual is not formed: nothing reads it)
+        light = None if p == 0 else (gain, offset)
+        buffers = _agreeing(A, b, resid, 2.5 * noise, light, buffers)
+        gain, offset, _ = _weighted_line(b, *buffers, gain, offset)
     return gain, offset, noise
+
+
+def _weights(A: np.ndarray, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``entries`` as float32 weights, and the weights times ``A``: two (m, n) float32."""
+    weights = np.empty(A.shape, dtype=np.float32)
+    product = np.empty(A.shape, dtype=np.float32)
+
+    def rows(lo: int, hi: int) -> None:
+        weights[lo:hi] = entries[lo:hi]
+        np.multiply(weights[lo:hi], A[lo:hi], out=product[lo:hi])
+
+    cores.by_rows(rows, *A.shape)
+    return weights, product
+
+
+def _agreeing(
+    A: np.ndarray,
+    b: np.ndarray,
+    resid: np.ndarray,
+    limit: float,
+    light: tuple[np.ndarray, np.ndarray] | None,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The weights of the entries of ``resid`` within ``limit`` (1 or 0), and the weights
+    times ``A``, (m, n) float32 each; ``resid`` first brought to ``light`` (a gain and an
+    offset per column: ``A - (gain b + offset)``) when given. ``out``: the two arrays to
+    fill (their values are not read)."""
+    if out is None:
+        out = np.empty(A.shape, dtype=np.float32), np.empty(A.shape, dtype=np.float32)
+    weights, product = out
+
+    def rows(lo: int, hi: int) -> None:
+        r = resid[lo:hi]
+        if light is not None:
+            np.subtract(A[lo:hi], b[lo:hi, None] * light[0] + light[1], out=r)
+        weights[lo:hi] = np.abs(r) < limit
+        np.multiply(weights[lo:hi], A[lo:hi], out=product[lo:hi])
+
+    cores.by_rows(rows, *A.shape)
+    return weights, product
 
 
 def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.ndarray:
@@ -103,11 +153,10 @@ def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.nda
     """
     A = np.asarray(data, dtype=np.float32)
     b = np.asarray(base, dtype=np.float32)
-    weights = still.astype(np.float32)
+    m, n = A.shape
     # Started from the commonest ratio, then refined by least squares over the entries
     # that agree with it.
-    usable = still & (b[:, None] > 8.0)
-    ratio = (A / np.maximum(b, 1.0)[:, None]).astype(np.float32)
+    ratio, usable = _ratios(A, b, still)
     if tuning.RATIO_START == "mode":
         start = mode_ratio(ratio, usable)
     else:  # per frame (column); a frame with no usable entry: NaN
@@ -117,19 +166,64 @@ def still_light(data: np.ndarray, base: np.ndarray, still: np.ndarray) -> np.nda
     gain = np.where(enough & np.isfinite(start), start, 1.0).astype(np.float32)
     if not still.any():
         return gain
-    resid = A - b[:, None] * gain
+    resid = np.empty((m, n), dtype=np.float32)
+
+    def residual(lo: int, hi: int) -> None:
+        np.subtract(A[lo:hi], b[lo:hi, None] * gain, out=resid[lo:hi])
+
+    cores.by_rows(residual, *A.shape)
     # the band of agreement: the mode's own bins, or 2.5 noise levels about the median (a
     # noise level measured over every still entry is the spread of the disagreeing ones
     # where most disagree)
+    band: np.ndarray | float
     if tuning.RATIO_START == "mode":
         band = (1.5 * tuning.RATIO_BIN) * np.maximum(b, 1.0)[:, None]
     else:
         band = 2.5 * max(0.5, _mad_noise(resid[still]))
-    for _ in range(_FIT_PASSES):
-        np.multiply(still, np.abs(resid) < band, out=weights)
-        gain = _weighted_gain(A, b, weights, gain)
-        np.subtract(A, b[:, None] * gain, out=resid)
+    buffers = np.empty((m, n), dtype=np.float32), np.empty((m, n), dtype=np.float32)
+    for p in range(_FIT_PASSES):
+        # the residual of the previous pass's gain (the last pass's is not formed)
+        _agreeing_still(A, b, resid, still, band, gain if p else None, buffers)
+        gain = _weighted_gain(b, *buffers, gain)
     return gain
+
+
+def _ratios(A: np.ndarray, b: np.ndarray, still: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``A / max(b, 1)`` per entry ((m, n) float32), and the ``still`` entries of a base
+    above 8 grey levels ((m, n) bool)."""
+    ratio = np.empty(A.shape, dtype=np.float32)
+    usable = np.empty(A.shape, dtype=bool)
+
+    def rows(lo: int, hi: int) -> None:
+        np.divide(A[lo:hi], np.maximum(b[lo:hi], 1.0)[:, None], out=ratio[lo:hi])
+        np.logical_and(still[lo:hi], b[lo:hi, None] > 8.0, out=usable[lo:hi])
+
+    cores.by_rows(rows, *A.shape)
+    return ratio, usable
+
+
+def _agreeing_still(
+    A: np.ndarray,
+    b: np.ndarray,
+    resid: np.ndarray,
+    still: np.ndarray,
+    band: np.ndarray | float,
+    gain: np.ndarray | None,
+    out: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """Fill ``out`` with the weights of the ``still`` entries of ``resid`` within ``band``
+    ((m, 1) or one value) and the weights times ``A``; ``resid`` first brought to
+    ``gain`` (``A - gain b``) when given."""
+    weights, product = out
+
+    def rows(lo: int, hi: int) -> None:
+        if gain is not None:
+            np.subtract(A[lo:hi], b[lo:hi, None] * gain, out=resid[lo:hi])
+        limit = band[lo:hi] if isinstance(band, np.ndarray) else band
+        np.multiply(still[lo:hi], np.abs(resid[lo:hi]) < limit, out=weights[lo:hi])
+        np.multiply(weights[lo:hi], A[lo:hi], out=product[lo:hi])
+
+    cores.by_rows(rows, *A.shape)
 
 
 def mode_ratio(ratio: np.ndarray, usable: np.ndarray) -> np.ndarray:
@@ -153,9 +247,15 @@ def mode_ratio(ratio: np.ndarray, usable: np.ndarray) -> np.ndarray:
     """
     n = ratio.shape[1]
     out = np.full(n, np.nan, dtype=np.float32)
-    for c0 in range(0, n, _MODE_COLUMNS):  # a few columns at a time: small temporaries
-        cols = slice(c0, min(n, c0 + _MODE_COLUMNS))
-        out[cols] = _mode_ratio_block(ratio[:, cols], usable[:, cols])
+    starts = range(0, n, _MODE_COLUMNS)
+
+    def blocks(lo: int, hi: int) -> None:
+        for c0 in starts[lo:hi]:  # a few columns at a time: small temporaries
+            cols = slice(c0, min(n, c0 + _MODE_COLUMNS))
+            out[cols] = _mode_ratio_block(ratio[:, cols], usable[:, cols])
+
+    # each column's answer is its own: the blocks' two halves side by side
+    cores.in_blocks(blocks, len(starts), ratio.size)
     return out
 
 
@@ -181,10 +281,10 @@ def _mode_ratio_block(ratio: np.ndarray, usable: np.ndarray) -> np.ndarray:
     return masked_median(ratio.T, near.T).astype(np.float32)
 
 
-def _weighted_gain(A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray) -> np.ndarray:
-    """Per column, the weighted least-squares ``a = g b``; columns with too few weights
-    keep their ``gain``."""
-    sw, sbb, sab = w.sum(0), w.T @ (b * b), (w * A).T @ b
+def _weighted_gain(b: np.ndarray, w: np.ndarray, wA: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    """Per column, the weighted least-squares ``a = g b`` (``wA``: ``w * A``, (m, n)
+    float32); columns with too few weights keep their ``gain``."""
+    sw, sbb, sab = w.sum(0), w.T @ (b * b), wA.T @ b
     ok = (sw >= _MIN_FIT) & (sbb > 1e-6)
     return np.where(ok, sab / np.where(ok, sbb, 1.0), gain).astype(np.float32)
 
@@ -211,9 +311,16 @@ def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     n = data.shape[1]
     cols = np.unique(np.linspace(0, n - 1, min(n, tuning.LIGHT_BASE_FRAMES)).round().astype(int))
     picked = np.asarray(data[:, cols], dtype=np.float32)
-    if mask is None:
-        return np.median(picked, axis=1).astype(np.float32)
-    return masked_median(picked, mask[:, cols], empty=0.0).astype(np.float32)
+    out = np.empty(len(picked), dtype=np.float32)
+
+    def rows(lo: int, hi: int) -> None:  # a row's median is its own
+        if mask is None:
+            out[lo:hi] = np.median(picked[lo:hi], axis=1)
+        else:
+            out[lo:hi] = masked_median(picked[lo:hi], mask[lo:hi, cols], empty=0.0)
+
+    cores.in_blocks(rows, len(picked), picked.size)
+    return out
 
 
 #: Fewest entries a frame's light is fitted on.
@@ -226,13 +333,18 @@ def _median_offset(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _weighted_line(
-    A: np.ndarray, b: np.ndarray, w: np.ndarray, gain: np.ndarray, offset: np.ndarray
+    b: np.ndarray,
+    w: np.ndarray,
+    wA: np.ndarray,
+    gain: np.ndarray,
+    offset: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column, the weighted least-squares ``a = g b + c``; columns with too few
-    weights or no spread of ``b`` keep their ``gain`` and ``offset``. Also returns which
-    columns were fitted ((n,) bool)."""
+    """Per column, the weighted least-squares ``a = g b + c`` (``wA``: ``w * A``, (m, n)
+    float32); columns with too few weights or no spread of ``b`` keep their ``gain`` and
+    ``offset``. Also returns which columns were fitted ((n,) bool)."""
+    # the sums over rows run whole, on the whole arrays: one order of summation
     sw, sb, sbb = w.sum(0), w.T @ b, w.T @ (b * b)
-    sa, sab = (w * A).sum(0), (w * A).T @ b
+    sa, sab = wA.sum(0), wA.T @ b
     det = sw * sbb - sb * sb
     ok = (sw >= _MIN_FIT) & (det > 1e-9 * np.maximum(sw * sbb, 1e-30))
     safe = np.where(ok, det, 1.0)

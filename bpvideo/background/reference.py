@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.background import covered, states, tuning
 from bpvideo.background.light import fit_light, light_base, still_light
 from bpvideo.masks.shadows import same_texture
@@ -93,10 +94,16 @@ def motion_score(
     n = data.shape[1]
     frames = np.ascontiguousarray(data.T, dtype=np.float32).reshape(n, h, w)
     change = np.empty_like(frames)
-    np.abs(frames[1:] - frames[:-1], out=change[1:])
-    change[0] = change[1] if n > 1 else 0.0
-    for j in range(n):
-        change[j] = cv2.blur(change[j], (box, box))
+
+    def changes(lo: int, hi: int) -> None:  # a frame's change is its own: frames side by side
+        first = max(lo, 1)
+        np.abs(frames[first:hi] - frames[first - 1 : hi - 1], out=change[first:hi])
+        if lo == 0:  # the first frame's change is the second's
+            change[0] = np.abs(frames[1] - frames[0]) if n > 1 else 0.0
+        for j in range(lo, hi):
+            change[j] = cv2.blur(change[j], (box, box))
+
+    cores.in_blocks(changes, n, data.size)
     score = cv2.transpose(change.reshape(n, h * w)) if h * w < 2**31 else change.reshape(n, -1).T
     # running maximum along time: a dilation by a 1 x (2 reach + 1) line (OpenCV's, not
     # scipy.ndimage's maximum_filter1d, whose import alone costs ~0.35 s per run)
@@ -118,10 +125,16 @@ def still_entries(score: np.ndarray, fraction: float = tuning.STILL_FRAMES_FRACT
     -------
     (m, n) bool ndarray
     """
-    n = score.shape[1]
+    m, n = score.shape
     k = min(n, max(tuning.MIN_STILL, int(fraction * n)))
-    kth = np.partition(score, k - 1, axis=1)[:, k - 1 : k]
-    return score <= kth
+    out = np.empty((m, n), dtype=bool)
+
+    def rows(lo: int, hi: int) -> None:  # a row's k-th value is its own
+        kth = np.partition(score[lo:hi], k - 1, axis=1)[:, k - 1 : k]
+        np.less_equal(score[lo:hi], kth, out=out[lo:hi])
+
+    cores.by_rows(rows, m, n)
+    return out
 
 
 def reference_image(data: np.ndarray, still: np.ndarray) -> np.ndarray:
@@ -164,9 +177,15 @@ def consistent_entries(
     A = np.asarray(data, dtype=np.float32)
     b = np.asarray(reference, dtype=np.float32)[:, None]
     gain, offset, noise = fit_light(A, b[:, 0], still=still, noise=noise)
-    observed = np.abs(A - (b * gain + offset)) < k * noise
-    if still is not None:
-        observed |= still
+    observed = np.empty(A.shape, dtype=bool)
+    limit = k * noise
+
+    def rows(lo: int, hi: int) -> None:
+        np.less(np.abs(A[lo:hi] - (b[lo:hi] * gain + offset)), limit, out=observed[lo:hi])
+        if still is not None:
+            observed[lo:hi] |= still[lo:hi]
+
+    cores.by_rows(rows, *A.shape)
     return observed, noise
 
 
@@ -268,11 +287,7 @@ def observe_background(
     span = _SPAN.get()
     box = max(3, round((tuning.MOTION_BOX if span is None else span.box) * min(h, w)))
     score = _score(data, frame_shape, box, mask)
-    still = still_entries(score)
-    loose = covered.unsettled(score, still) if tuning.GUIDED and guided else None
-    never = np.zeros(len(still), dtype=bool)
-    if tuning.NEVER_STILL:
-        never, still = covered.never_still(score, still, lambda: _fine(data, frame_shape, mask))
+    loose, never, still = _unsettled(data, frame_shape, score, still_entries(score), mask, guided)
     if mask is not None:
         still &= mask
     own = _own_reference(data, still, mask)
@@ -310,8 +325,36 @@ def _own_reference(data: np.ndarray, still: np.ndarray, mask: np.ndarray | None)
     if not tuning.ONE_LIGHT:
         return reference_image(data, still)
     gain = still_light(data, light_base(data, mask), still)
-    flat = np.asarray(data, np.float32) / np.maximum(gain, 1e-3)
+    A = np.asarray(data, np.float32)
+    flat = np.empty(A.shape, dtype=np.float32)
+    light = np.maximum(gain, 1e-3)
+
+    def rows(lo: int, hi: int) -> None:
+        np.divide(A[lo:hi], light, out=flat[lo:hi])
+
+    cores.by_rows(rows, *A.shape)
     return reference_image(flat, still)
+
+
+def _unsettled(
+    data: np.ndarray,
+    frame_shape: tuple[int, int],
+    score: np.ndarray,
+    still: np.ndarray,
+    mask: np.ndarray | None,
+    guided: bool,
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """The rows :func:`~bpvideo.background.covered.guided` may replace (None: it is not
+    to), the rows with no still frame and the still entries to use
+    (:func:`~bpvideo.background.covered.never_still`): one look at the unsettled rows
+    (:func:`~bpvideo.background.covered.unsettled`) serves both."""
+    guide = tuning.GUIDED and guided
+    rows = covered.unsettled(score, still) if tuning.NEVER_STILL or guide else None
+    never = np.zeros(len(still), dtype=bool)
+    if tuning.NEVER_STILL:
+        fine = lambda: _fine(data, frame_shape, mask)  # noqa: E731
+        never, still = covered.never_still(score, still, fine, rows)
+    return rows if guide else None, never, still
 
 
 def _fine(

@@ -24,7 +24,9 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.background import tuning
+from bpvideo.background.covered import quietest
 from bpvideo.background.light import fit_light
 from bpvideo.masks.ghosts import OUTLINE, ghosts
 from bpvideo.masks.morphology import disk
@@ -64,20 +66,39 @@ def _other_still(
     # sample of the rows
     sample = slice(None, None, max(1, m // _FIT_ROWS))
     gain, offset = fit_light(data[sample], own[sample], still=still[sample], noise=noise)[:2]
-    dev = np.asarray(data, np.float32) - offset
-    dev /= np.maximum(gain, 1e-3)
-    dev -= own[:, None]
-    np.abs(dev, out=dev)
-    unlike = dev > tuning.CONSISTENT_K * noise
-    busy = unlike.mean(axis=1) > tuning.STATES_BUSY
+    A = np.asarray(data, np.float32)
+    light = np.maximum(gain, 1e-3)
+    dev = np.empty((m, n), dtype=np.float32)
+    unlike = np.empty((m, n), dtype=bool)
+    busy = np.empty(m, dtype=bool)
+
+    def deviations(lo: int, hi: int) -> None:
+        d = dev[lo:hi]
+        np.subtract(A[lo:hi], offset, out=d)
+        d /= light
+        d -= own[lo:hi, None]
+        np.abs(d, out=d)
+        np.greater(d, tuning.CONSISTENT_K * noise, out=unlike[lo:hi])
+        busy[lo:hi] = unlike[lo:hi].mean(axis=1) > tuning.STATES_BUSY
+
+    cores.by_rows(deviations, m, n)
     limit, weather = _still_motion(score, still)
     # the judgement in time order only where weather moves the whole view (measured on
     # the dev set without it: cdnet_office 0.916 -> 0.906, PeopleAndFoliage 0.891 -> 0.867)
     own_time = _mean_time(~unlike) if weather and tuning.STATES_IN_TIME else None
-    other = score <= tuning.STATES_MOTION_K * limit
-    other &= dev > tuning.STATES_K * max(noise, 1.0)
+    calm = tuning.STATES_MOTION_K * limit
+    far = tuning.STATES_K * max(noise, 1.0)
+    other = np.empty((m, n), dtype=bool)
+    count = np.empty(m, dtype=np.intp)
+
+    def others(lo: int, hi: int) -> None:
+        np.less_equal(score[lo:hi], calm, out=other[lo:hi])
+        other[lo:hi] &= dev[lo:hi] > far
+        count[lo:hi] = np.count_nonzero(other[lo:hi], axis=1)
+
+    cores.by_rows(others, m, n)
     fewest = max(tuning.MIN_STILL, int(np.ceil(tuning.STATES_SUPPORT * n)))
-    rows = np.flatnonzero(np.count_nonzero(other, axis=1) >= fewest)
+    rows = np.flatnonzero(count >= fewest)
     value = np.full(m, np.nan, dtype=np.float32)
     entries = np.zeros((m, n), dtype=bool)
     if not rows.size:
@@ -116,7 +137,7 @@ def _still_motion(score: np.ndarray, still: np.ndarray) -> tuple[np.ndarray, boo
     in the median frame, more than :data:`tuning.STATES_WEATHER` times the still
     frames' quiet: in a crowd the quiet part of a frame is still. Also whether it is so
     (weather)."""
-    quiet = np.max(np.where(still, score, -np.inf), axis=1)
+    quiet = quietest(score, still)
     finite = quiet[np.isfinite(quiet)]
     typical = max(float(np.quantile(finite, tuning.QUIET)) if finite.size else 0.0, 1e-3)
     out = np.full((1, score.shape[1]), typical, dtype=np.float32)
@@ -246,8 +267,15 @@ def _judged(
 def _absorbed(entries: np.ndarray, still: np.ndarray, absorb_frames: int) -> np.ndarray:
     """Rows whose reference state came after the second state and has lasted
     ``absorb_frames`` frames by the end of the window: (m,) bool."""
-    n = entries.shape[1]
+    m, n = entries.shape
     index = np.arange(n)
-    last_other = np.max(np.where(entries, index, -1), axis=1)
-    first_own = np.min(np.where(still & ~entries, index, n), axis=1)
+    last_other = np.empty(m, dtype=index.dtype)
+    first_own = np.empty(m, dtype=index.dtype)
+
+    def rows(lo: int, hi: int) -> None:
+        np.max(np.where(entries[lo:hi], index, -1), axis=1, out=last_other[lo:hi])
+        own = still[lo:hi] & ~entries[lo:hi]
+        np.min(np.where(own, index, n), axis=1, out=first_own[lo:hi])
+
+    cores.by_rows(rows, m, n)
     return (first_own > last_other) & (n - 1 - last_other >= absorb_frames)

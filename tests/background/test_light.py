@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from bpvideo.background import tuning
-from bpvideo.background.light import mode_ratio, still_light
+from bpvideo.background.light import fit_light, mode_ratio, still_light
+
+from . import same_bits
 
 
 def _crowded(cover: float, seed: int = 0):
@@ -56,3 +58,23 @@ def test_mode_ratio_is_the_commonest_ratio_of_each_column() -> None:
     found = mode_ratio(ratio, usable)
     np.testing.assert_allclose(found[:4], truth[:4], rtol=0.01)
     assert np.isnan(found[4])
+
+
+@pytest.mark.parametrize("start", ["mode", "median"])
+def test_the_fits_in_row_blocks_side_by_side_give_the_one_calls_bits(
+    in_row_blocks, monkeypatch, start
+):
+    """The light fits form their per-entry work in row blocks side by side (two threads)
+    and sum over the rows whole: the same bytes as one call over every row."""
+    monkeypatch.setattr(tuning, "RATIO_START", start)
+    data, base, _, gain = _crowded(0.3)
+    still = np.random.default_rng(1).random(data.shape) < 0.4
+
+    def fits():
+        found = still_light(data, base, still)
+        return found, fit_light(data, base, still=still), fit_light(data, base, passes=1)
+
+    one, split, threads = in_row_blocks(fits)
+    assert same_bits(one, split)
+    assert any(name.startswith("bpvideo-rows") for name in threads) and len(threads) == 2
+    np.testing.assert_allclose(one[0], gain, atol=0.01)  # (a real fit, not a trivial one)

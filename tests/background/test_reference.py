@@ -17,6 +17,8 @@ from bpvideo.background.reference import (
 )
 from bpvideo.background.tuning import MIN_STILL
 
+from . import same_bits
+
 
 def _f(masks: np.ndarray, truth: np.ndarray) -> float:
     tp = np.count_nonzero(masks & truth)
@@ -262,3 +264,45 @@ def test_a_short_span_is_set_for_its_own_thread_only():
         thread.join()
     assert not np.array_equal(wide, narrow)
     assert np.array_equal(seen[0][1].image, narrow)  # the other thread used MOTION_BOX
+
+
+@pytest.mark.parametrize("scene", ["cover70", "lingering"])
+def test_observe_background_in_row_blocks_side_by_side_gives_the_one_calls_bits(
+    in_row_blocks, scene
+) -> None:
+    """Every per-row step of a window's observation (the motion's still entries, the
+    unsettled rows, the light fits, the second states, the consistent entries) formed in
+    row blocks side by side by two threads: the same bytes as one call over every row,
+    for a first window (a crowd over 70 % of the view) and for the next one, handed the
+    previous reference (a person who stays, then leaves)."""
+    from bpvideo.synthetic.hard import make_hard_scene
+
+    if scene == "cover70":
+        frames = make_hard_scene("cover70", 96, 72, 100).frames
+    else:
+        frames = _lingering(n=80, stay=50)[0]
+    n, h, w, _ = frames.shape
+    data = frames.reshape(n, -1).T.astype(np.float32)
+
+    def observe():
+        first = observe_background(data[:, :60], (h, w), absorb_frames=30)
+        later = observe_background(data[:, 20:], (h, w), previous=first[1], absorb_frames=30,
+                                   new_from=40)  # fmt: skip
+        return first, later
+
+    one, split, threads = in_row_blocks(observe)
+    assert same_bits(one, split)
+    assert len(threads) == 2
+    (observed, ref), (_, later) = one
+    assert 0.1 < observed.mean() < 0.99 and ref.noise > 0.5 and later.noise > 0.5
+
+
+@pytest.mark.parametrize("n", [2, 3, 40])
+def test_motion_score_of_frames_side_by_side_is_the_one_calls(in_row_blocks, n) -> None:
+    """The frames' changes formed in two blocks of frames side by side (the first frame's
+    change is the second's, whichever block holds that): the one call's bits."""
+    rng = np.random.default_rng(n)
+    data = rng.integers(0, 255, (30 * 40, n)).astype(np.float32)
+    one, split, threads = in_row_blocks(lambda: motion_score(data, (30, 40), box=3, reach=2))
+    assert same_bits(one, split) and len(threads) == 2
+    assert np.array_equal(one[:, 0] > 0, one[:, 1] > 0)

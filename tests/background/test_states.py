@@ -8,6 +8,8 @@ import pytest
 from bpvideo.background import reference, states, tuning
 from bpvideo.synthetic.adverse import make_adverse_scene
 
+from . import same_bits
+
 SHAPE = (48, 64)
 #: Where the "person" sits: a plain dark block on a smooth grey ramp.
 BLOCK = (slice(18, 36), slice(24, 40))
@@ -114,3 +116,12 @@ def test_the_road_under_a_car_that_stopped_in_falling_snow(monkeypatch, change):
     for name, value in change.items():
         monkeypatch.setattr(tuning, name, value)
     assert on_road() < 0.7
+
+
+def test_second_states_in_row_blocks_side_by_side_give_the_one_calls_bits(in_row_blocks):
+    """The deviations, the calm entries and the absorbed rows formed in row blocks side
+    by side by two threads: the same bytes as one call over every row."""
+    data, _, block = _scene(0, arrive=20, leave=100)
+    one, split, threads = in_row_blocks(lambda: _second_state(data, still_from=50, absorb=200))
+    assert same_bits(one, split) and len(threads) == 2
+    assert one[1][2][block].all()  # the scene before the sitter taken
