@@ -36,15 +36,71 @@ Layers (each imports only those below it; docs/layout.md)
 - :mod:`bpvideo.events`: events, regions and the per-frame table of masks (no I/O).
 """
 
+from __future__ import annotations
+
+import sys
+import types
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from bpvideo._version import __version__
-from bpvideo.api import Separation, iter_separate, separate
-from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
-from bpvideo.evaluate.scoring import evaluate
-from bpvideo.job import separate_file, separate_live
-from bpvideo.model import BackgroundModel, LiveSeparator
-from bpvideo.records import Report
-from bpvideo.sinks.rederive import events  # the function: bpvideo.events(masks, fps=...)
-from bpvideo.solvers.best_pair import best_pair
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bpvideo.api import Separation, iter_separate, separate
+    from bpvideo.errors import BpvideoError, ConvergenceWarning, InputError
+    from bpvideo.evaluate.scoring import evaluate
+    from bpvideo.job import separate_file, separate_live
+    from bpvideo.model import BackgroundModel, LiveSeparator
+    from bpvideo.records import Report
+    from bpvideo.sinks.rederive import events
+    from bpvideo.solvers.best_pair import best_pair
+
+#: The module of each public name, imported when the name is first used: ``import
+#: bpvideo`` (and the command line, which starts ffmpeg before numpy and OpenCV load:
+#: :mod:`bpvideo.__main__`) loads nothing else.
+_HOMES = {
+    "BackgroundModel": "bpvideo.model",
+    "BpvideoError": "bpvideo.errors",
+    "ConvergenceWarning": "bpvideo.errors",
+    "InputError": "bpvideo.errors",
+    "LiveSeparator": "bpvideo.model",
+    "Report": "bpvideo.records",
+    "Separation": "bpvideo.api",
+    "best_pair": "bpvideo.solvers.best_pair",
+    "evaluate": "bpvideo.evaluate.scoring",
+    "events": "bpvideo.sinks.rederive",
+    "iter_separate": "bpvideo.api",
+    "separate": "bpvideo.api",
+    "separate_file": "bpvideo.job",
+    "separate_live": "bpvideo.job",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, from its module (:data:`_HOMES`)."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'bpvideo' has no attribute {name!r}")
+    value = getattr(import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """``bpvideo.evaluate`` and ``bpvideo.events`` are functions, not the subpackages of
+    those names, which the import system sets as attributes of their parent when it first
+    loads them: set so, they are left out (the subpackages stay in ``sys.modules``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("evaluate", "events") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "BackgroundModel",

@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "Decoding",
     "Probe",
     "ReferencesError",
+    "ask_early",
     "data_end_of",
     "decode",
     "enlarge_pipe",
@@ -82,10 +84,46 @@ class ReferencesError(OSError):
         self.demuxer = demuxer
 
 
-@functools.lru_cache(maxsize=1)
+#: ffmpeg's path (imageio-ffmpeg runs ``ffmpeg -version`` to find it) and demuxers are
+#: asked once, perhaps first by :func:`ask_early`: a caller waits for that answer.
+_ASKING = threading.RLock()
+
+
+def _unlock_in_child() -> None:
+    """In a forked child, a new lock: the thread that may hold the parent's is not there."""
+    global _ASKING
+    _ASKING = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_unlock_in_child)
+
+
+def ask_early() -> threading.Thread:
+    """Start asking, in the thread returned, what opening a video file needs of ffmpeg:
+    its path (:func:`executable`), options (``-h full``, :func:`ask_options`) and demuxers
+    (three runs, ~60 ms). Nothing is raised there: a question that failed is asked again
+    where its answer is needed, and raises there."""
+    thread = threading.Thread(target=_ask, name="bpvideo-ffmpeg-early", daemon=True)
+    thread.start()
+    return thread
+
+
+def _ask() -> None:
+    with contextlib.suppress(Exception):
+        ask_options(executable())
+        _allowed_demuxers()
+
+
 def _allowed_demuxers() -> str:
     """Every demuxer of this ffmpeg but those of :data:`REFERENCING`, comma-separated
     (``-format_whitelist``; its list of demuxers is machine output, no file name in it)."""
+    with _ASKING:
+        return _listed_demuxers()
+
+
+@functools.lru_cache(maxsize=1)
+def _listed_demuxers() -> str:
     done = subprocess.run([executable(), "-hide_banner", "-demuxers"], capture_output=True,
                           stdin=subprocess.DEVNULL, timeout=DIAGNOSE_TIMEOUT, check=False,
                           **no_sigint())  # fmt: skip
@@ -141,7 +179,8 @@ def executable() -> str:
     try:
         import imageio_ffmpeg
 
-        return imageio_ffmpeg.get_ffmpeg_exe()
+        with _ASKING:  # imageio-ffmpeg remembers its answer, not a question under way
+            return imageio_ffmpeg.get_ffmpeg_exe()
     except (ImportError, RuntimeError) as exc:
         from bpvideo.errors import InputError, literal
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +141,70 @@ def test_names_that_are_not_utf8(tmp_path: Path) -> None:
     assert _ffmpeg.probe(path).frame_count == 5
     got = np.stack([np.frombuffer(b, np.uint8) for b in _ffmpeg.decode(path, 32, 24)])
     np.testing.assert_array_equal(got.reshape(scene.frames.shape), scene.frames)
+
+
+def test_the_early_questions_are_asked_once_whoever_asks_first(monkeypatch) -> None:
+    """ffmpeg's demuxers and options, asked by :func:`ask_early`'s thread while the caller
+    asks too: one run of ffmpeg each."""
+    from bpvideo.sources import frame_times
+
+    runs: list[list[str]] = []
+    real = subprocess.run
+    monkeypatch.setattr(
+        subprocess, "run", lambda cmd, **kw: runs.append(cmd[1:]) or real(cmd, **kw)
+    )
+    monkeypatch.setattr(frame_times, "_ASKED", {})
+    _ffmpeg._listed_demuxers.cache_clear()
+    thread = _ffmpeg.ask_early()
+    listed = _ffmpeg._allowed_demuxers().split(",")
+    thread.join(60)
+    assert "matroska" in listed and "concat" not in listed
+    asked = sorted(r for r in runs if "-demuxers" in r or "full" in r)
+    assert asked == [["-hide_banner", "-demuxers"], ["-hide_banner", "-h", "full"]]
+    assert "-fps_mode" in frame_times._options_of(_ffmpeg.executable())
+
+
+def test_a_question_that_failed_early_raises_where_it_is_needed(monkeypatch) -> None:
+    import imageio_ffmpeg
+
+    def missing() -> str:
+        raise RuntimeError("No ffmpeg exe could be found")
+
+    failures: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", missing)
+    _ffmpeg.ask_early().join(60)
+    assert failures == []
+    with pytest.raises(InputError, match="ffmpeg is not available"):
+        _ffmpeg.executable()
+
+
+def test_a_forked_child_is_not_held_by_its_parents_question() -> None:
+    """A question under way in a thread of the parent at a fork: the child asks its own."""
+    held, done = threading.Event(), threading.Event()
+
+    def ask() -> None:
+        with _ffmpeg._ASKING:
+            held.set()
+            done.wait(60)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    held.wait(60)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 once it has the answer (hangs on the parent's lock)
+            os._exit(0 if _ffmpeg._allowed_demuxers() else 1)
+        for _ in range(600):  # a hang guard only: the child answers in well under a second
+            finished, status = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the child waited for its parent's question")
+    finally:
+        done.set()
+        thread.join()
+    assert status == 0
