@@ -117,7 +117,8 @@ class FolderSink:
         self.source = source
         self.gray = settings.gray
         self.clock = clock
-        encoder = {"lossless": settings.lossless, "crf": settings.crf, "preset": settings.preset}
+        encoder = {"lossless": settings.lossless, "crf": settings.crf, "preset": settings.preset,
+                   "tuned": True}  # fmt: skip
         #: The two video encoders (none with ``no_video``): background, foreground.
         self.streams = [
             VideoStream(outdir.stage(names[role]), source.fps, **encoder)
