@@ -10,7 +10,7 @@ import numpy as np
 
 from bpvideo.events.table import blob_boxes
 
-__all__ = ["PICTURE_WIDTHS", "burn_label", "draw_foreground", "thumbnail", "warm_font"]
+__all__ = ["PICTURE_WIDTHS", "burn_label", "draw_foreground", "thumbnail"]
 
 #: Narrowest and widest picture of an event, in pixels: a smaller frame is enlarged (whole
 #: pixels repeated) so that its burnt-in time can be read, a larger one reduced (a night of
@@ -50,13 +50,6 @@ def draw_foreground(frame: np.ndarray, mask: np.ndarray, label: str | None = Non
     if label:
         burn_label(out, label, max(0.35, out.shape[1] / 900))
     return out
-
-
-def warm_font() -> None:
-    """Load OpenCV's font tables: the first :func:`burn_label` of a process pays ~30 ms of
-    CPU for them. Called from a thread when a run's event sinks open, while the frames are
-    read and a core is idle, not in the masks phase where both cores are busy."""
-    cv2.getTextSize("0", cv2.FONT_HERSHEY_SIMPLEX, 1.0, 1)
 
 
 def burn_label(image: np.ndarray, label: str, scale: float) -> None:

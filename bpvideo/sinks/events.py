@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bpvideo.events import Event, EventRecorder, FrameTable, timecode
 from bpvideo.sinks.clips import cut_clip, keyframe_at
-from bpvideo.sinks.event_report import draw_foreground, warm_font
+from bpvideo.sinks.event_report import draw_foreground
 from bpvideo.sinks.event_stream import EventStream, block_times, event_options, events_csv
 from bpvideo.sinks.objects import ObjectsSink
 from bpvideo.sinks.outputs import OutputDir, atomic_write_bytes
@@ -80,8 +79,7 @@ class EventsSink:
         self.last_rows = FrameTable.empty()
 
     def open(self) -> None:
-        """Load the font of the thumbnails' time in a thread (while the frames are read)."""
-        threading.Thread(target=warm_font, name="bpvideo-font", daemon=True).start()
+        """Nothing to start."""
 
     def write(self, block: Block) -> None:
         """Count a block's masks."""
