@@ -28,7 +28,13 @@ from bpvideo.errors import Diverged, InputError, literal
 from bpvideo.masks import window_model
 from bpvideo.masks.appearances import COMPILED_FRAME
 from bpvideo.masks.appearances import warm_up as warm_appearances
-from bpvideo.pipeline.finish import EarlyBackground, Solution, finish, window_info
+from bpvideo.pipeline.finish import (
+    OUTPUT_PIXELS,
+    EarlyBackground,
+    Solution,
+    finish,
+    window_info,
+)
 from bpvideo.pipeline.plan import Job, plan_window
 from bpvideo.pipeline.scale import Background, resize_columns, solve_size, solved_video_size
 from bpvideo.pipeline.solve import Solved, WarmUp, solve_window, uses_reference
@@ -200,6 +206,8 @@ def _early(
     (the result's background video) by a thread while the window's model is formed."""
     if job.early is None or video.n_frames <= new_from or cores.threads() <= 1:
         return None  # one thread (--threads 1): formed by finish, in turn
+    if video.height * video.width > OUTPUT_PIXELS:  # 4K: one block at a time (memory)
+        return None
     ahead = Solution(video, new_from, solved.L, solved.S, None, window_info(video, new_from, index))
     return EarlyBackground(ahead, job.early)
 

@@ -72,20 +72,12 @@ def yuv420p(frame: np.ndarray) -> np.ndarray:
     return out
 
 
-#: How a mask file is opened: as ``open(path, "wb")`` does (mode 0o666 less the umask).
-_MASK_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-
-
 def _write_mask_png(folder: Path, number: int, image: np.ndarray) -> None:
-    """``folder/bin%06d.png`` of a 0/255 uint8 mask (written with ``os.write``: no file
-    object per mask, 300 of them in a 300-frame run)."""
+    """``folder/bin%06d.png`` of a 0/255 uint8 mask (``os.write``: no file object)."""
     path = os.path.join(folder, f"bin{number:06d}.png")
-    ok, buf = cv2.imencode(".png", image)
-    if not ok:  # pragma: no cover - cv2 only fails on unsupported arrays
-        raise WorkError(f"could not encode a {image.shape} {image.dtype} image as PNG")
-    data = memoryview(buf).cast("B")
+    data = memoryview(encode_png(image))
     with naming(path):
-        fd = os.open(path, _MASK_FLAGS, 0o666)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         try:
             while data:
                 data = data[os.write(fd, data) :]
@@ -188,12 +180,9 @@ QUEUE_BYTES = 16 << 20
 #: frame threads, and still over 200 frames/s at veryfast, faster than any pipeline that
 #: feeds it (docs/performance.md).
 ONE_THREAD_PIXELS = 640 * 480
-#: x264 options a result's background and foreground videos add to a preset (``tuned``):
-#: to the default ``veryfast``, one pass of subpixel refinement (``subme`` 1, not 2) and
-#: predicted frames analysed in 16x16 blocks only (``partitions=none``: no 8x8 motion or
-#: 4x4/8x8 intra blocks there; keyframes keep theirs). On those videos (a near-still grey
-#: background, a foreground mostly black) 20-30 % less x264 CPU for 10-20 % larger
-#: files at the same PSNR (docs/performance.md, "Encoder presets").
+#: x264 options a result's two videos add to a preset (``tuned``): to ``veryfast``, one
+#: subpixel pass and 16x16 blocks in predicted frames: 20-31 % less x264 CPU, 11-17 %
+#: larger files, the same PSNR (docs/performance.md, "Encoder presets").
 TUNED_X264 = {"veryfast": "subme=1:partitions=none"}
 
 
@@ -219,7 +208,7 @@ class VideoStream:
     preset : str, default "veryfast"
         x264 preset (``--preset``).
     tuned : bool, default False
-        Add :data:`TUNED_X264`'s options to the preset (a result's two videos).
+        Add :data:`TUNED_X264` to the preset (a result's two videos).
 
     Notes
     -----
