@@ -225,6 +225,8 @@ def run_job(
             learned = None if live else _learned(input, settings, callback, clock)
             blocks, solved = _blocks(job, input, reader, learned)
             results = _results(out_path, job, solved, live)
+            if isinstance(results, ResultFolder) and not settings.no_video:
+                job.early = results.early  # its background video starts with the window
             reopen = lambda: _open(input, settings, None, stop, False)[0]  # noqa: E731
             checkpoint, blocks = with_checkpoint(job, input, out_path, live, blocks, reopen)
             _drain(job, out_path, blocks, [results, *_beside(job, live, results)], checkpoint,

@@ -13,6 +13,7 @@ than :data:`OUTPUT_PIXELS` (4K) are formed one at a time (the memory bound).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -28,7 +29,9 @@ from bpvideo.pipeline.scale import Background
 from bpvideo.records import Block, Stopwatch, Video, WindowInfo, WindowReport
 
 __all__ = [
+    "EARLY_PIXELS",
     "OUTPUT_FRAMES",
+    "EarlyBackground",
     "Solution",
     "columns_to_frames",
     "finish",
@@ -44,6 +47,12 @@ OUTPUT_FRAMES = 32
 #: 320x240, fewer of larger frames (2 at 720p, 1 at 1080p), so that a block's float32
 #: background, masks and foreground stay within a few tens of MB whatever the frame size.
 OUTPUT_PIXELS = OUTPUT_FRAMES * 320 * 240
+#: Pixels of a window's first new frames whose uint8 background :class:`EarlyBackground`
+#: forms and hands on (the result's background video) as soon as the window is solved,
+#: while the window's model is formed on the main thread, beside it on the other core:
+#: 4 blocks of 320x240, 128 frames (x264 encodes them in ~0.1 s at ``veryfast``, about
+#: the time of the model), held until their blocks are formed (10 MB grey).
+EARLY_PIXELS = 4 * OUTPUT_PIXELS  # whole blocks: at least one
 
 
 def output_frames(frame_shape: tuple[int, ...]) -> int:
@@ -84,6 +93,9 @@ class Solution:
         The thresholds of the masks (None for the support rule).
     info : WindowInfo
         Index, new frames, report and observed frames, shared by the window's blocks.
+    early : EarlyBackground or None
+        The uint8 background of the first blocks, formed (and handed on) while the
+        window's model was formed; :func:`finish` takes it instead of forming it again.
     """
 
     video: Video
@@ -92,6 +104,7 @@ class Solution:
     S: np.ndarray | None
     model: MaskModel | None
     info: WindowInfo
+    early: EarlyBackground | None = None
 
     @property
     def numbers(self) -> list[int]:
@@ -128,12 +141,18 @@ def finish(
     video, new_from = solution.video, solution.new_from
     numbers = solution.numbers
     step = output_frames(video.frame_shape)
+    formed: dict[int, np.ndarray] = {}
+    if solution.early is not None:  # before any block: its frames were handed on first
+        formed = solution.early.join()
+        clock.add("write", solution.early.seconds)
+        solution.early = None
 
     def block(lo: int) -> tuple[Block, Stopwatch]:
         hi = min(len(numbers), lo + step)
         watch = Stopwatch()  # each thread its own: added up in order below
         frames = video.frame_block(new_from + lo, new_from + hi)
-        masks, background = _form(solution, options, new_from + lo, new_from + hi, frames, watch)
+        masks, background = _form(solution, options, new_from + lo, new_from + hi, frames, watch,
+                                  formed.pop(new_from + lo, None))  # fmt: skip
         if region is not None:
             masks &= region
         return Block(numbers[lo:hi], frames, background, masks, solution.info, lo), watch
@@ -168,6 +187,87 @@ def in_order(work: Callable, items, threads: int) -> Iterator:
                 future.cancel()
 
 
+def _by_frames(solution: Solution) -> bool:
+    """Whether the outputs are formed frame by frame (contiguous): when the frames are
+    kept as planes and nothing else is needed (no observation mask, no sparse part)."""
+    video = solution.video
+    return video.mask is None and solution.S is None and video.plane_block(0, 0) is not None
+
+
+def _background(solution: Solution, lo: int, hi: int, Lc: np.ndarray) -> np.ndarray:
+    """uint8 background frames (k, H, W[, 3]) of the window's frames ``lo:hi`` from their
+    float background ``Lc`` (frames if :func:`_by_frames`, else m x k columns): rounded and
+    saturated."""
+    if _by_frames(solution):
+        flat = Lc.reshape(len(Lc), -1)  # rounded and saturated, as columns_to_frames
+        return cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(Lc.shape)
+    return columns_to_frames(Lc, solution.video.frame_shape)
+
+
+def _float_background(solution: Solution, lo: int, hi: int) -> np.ndarray:
+    """The float background of the window's frames ``lo:hi``, as :func:`_form` takes it."""
+    if _by_frames(solution):
+        return solution.L.frames(lo, hi, solution.video.frame_shape)
+    return solution.L.columns(lo, hi)
+
+
+class EarlyBackground:
+    """The uint8 background of a solved window's first new frames (:data:`EARLY_PIXELS`),
+    formed block by block (as :func:`finish` forms it) by a thread and handed to ``take``
+    while the window's model is formed: the result's background video starts encoding on
+    the core the model leaves idle. :func:`finish` joins it before its first block.
+
+    Parameters
+    ----------
+    solution : Solution
+        The solved window (its model may not be formed yet: only ``L`` is read).
+    take : callable
+        ``take(frames)``: the next background frames (k, H, W[, 3]) uint8, in order.
+    """
+
+    def __init__(self, solution: Solution, take: Callable[[np.ndarray], None]) -> None:
+        video, new_from, n = solution.video, solution.new_from, len(solution.numbers)
+        step = output_frames(video.frame_shape)  # whole blocks of finish: the same frames
+        count = max(1, EARLY_PIXELS // (step * video.height * video.width))
+        self._blocks = [(new_from + lo, new_from + min(n, lo + step))
+                        for lo in range(0, min(n, count * step), step)]  # fmt: skip
+        self._solution, self._take = solution, take
+        self._stop = threading.Event()
+        self._formed: dict[int, np.ndarray] = {}
+        self._error: BaseException | None = None
+        self.seconds = 0.0  #: of the thread's work (the ``write`` stage's)
+        self._thread = threading.Thread(target=self._run, name="bpvideo-early", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        t = time.perf_counter()
+        try:
+            for lo, hi in self._blocks:
+                if self._stop.is_set():
+                    break
+                background = _background(self._solution, lo, hi,
+                                         _float_background(self._solution, lo, hi))  # fmt: skip
+                self._take(background)
+                self._formed[lo] = background
+        except BaseException as exc:  # the caller's to raise (join)
+            self._error = exc
+        self.seconds = time.perf_counter() - t
+
+    def join(self) -> dict[int, np.ndarray]:
+        """Wait for the thread; the frames it formed by their first frame's position in
+        the window. Raises the thread's error (the encoder's: a full disk...)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._formed
+
+    def stop(self) -> None:
+        """Stop after the current block and wait (the window failed or was dropped): nothing
+        more is handed on."""
+        self._stop.set()
+        self._thread.join()
+
+
 def _form(
     solution: Solution,
     options: MaskOptions,
@@ -175,19 +275,17 @@ def _form(
     hi: int,
     frames: np.ndarray,
     clock: Stopwatch,
+    background: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Masks (k, H, W) and uint8 background frames of the window's frames ``lo:hi``
-    (``frames``, BGR)."""
-    video, L, S = solution.video, solution.L, solution.S
+    (``frames``, BGR); ``background``: those frames' uint8 background when formed already
+    (:class:`EarlyBackground`)."""
+    video, S = solution.video, solution.S
     t = time.perf_counter()
     shape = video.frame_shape
-    # frame by frame (contiguous) when the frames are kept and nothing else is needed
-    planes = video.plane_block(lo, hi) if video.mask is None and S is None else None
-    by_frames = planes is not None
-    if by_frames:
-        A, Lc = planes, L.frames(lo, hi, shape)
-    else:
-        A, Lc = video.data[:, lo:hi], L.columns(lo, hi)
+    by_frames = _by_frames(solution)
+    Lc = _float_background(solution, lo, hi)
+    A = video.plane_block(lo, hi) if by_frames else video.data[:, lo:hi]
     kwargs = options.for_view(*shape[:2]).kwargs()
     if solution.model is not None:
         kwargs["threshold"] = solution.model
@@ -203,10 +301,7 @@ def _form(
     ).masks
     t2 = time.perf_counter()
     clock.add("masks", t2 - t)
-    if by_frames:
-        flat = Lc.reshape(len(Lc), -1)  # rounded and saturated, as columns_to_frames
-        background = cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(Lc.shape)
-    else:
-        background = columns_to_frames(Lc, shape)
+    if background is None:
+        background = _background(solution, lo, hi, Lc)
     clock.add("write", time.perf_counter() - t2)
     return masks, background

@@ -9,6 +9,7 @@ refused at once, with the options that would make it fit.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,6 +240,11 @@ class Job:
         Windows finished before a stop and the state they handed on
         (:func:`~bpvideo.pipeline.run.carried_state`): the run loop reads their frames
         again without solving them and goes on from there (``--resume``).
+    early : callable or None
+        Takes the uint8 background frames (k, H, W[, 3]) of each solved window's first
+        new frames, in order, before their blocks (from a thread, while the window's model
+        is formed: :class:`~bpvideo.pipeline.finish.EarlyBackground`); those blocks carry
+        the same background again. Set by the job when the result has a background video.
     """
 
     source: FrameSource
@@ -250,6 +256,7 @@ class Job:
     empty_scene: np.ndarray | tuple[int, int | None] | None = None
     carry: Any = None
     resume: tuple[int, dict[str, Any]] | None = None
+    early: Callable[[np.ndarray], None] | None = None
 
     @classmethod
     def of(

@@ -21,13 +21,20 @@ from typing import Any
 import cv2
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.background.empty_scene import span_scene
 from bpvideo.background.reference import Reference
 from bpvideo.errors import Diverged, InputError, literal
 from bpvideo.masks import window_model
 from bpvideo.masks.appearances import COMPILED_FRAME
 from bpvideo.masks.appearances import warm_up as warm_appearances
-from bpvideo.pipeline.finish import Solution, finish, window_info
+from bpvideo.pipeline.finish import (
+    OUTPUT_PIXELS,
+    EarlyBackground,
+    Solution,
+    finish,
+    window_info,
+)
 from bpvideo.pipeline.plan import Job, plan_window
 from bpvideo.pipeline.scale import Background, resize_columns, solve_size, solved_video_size
 from bpvideo.pipeline.solve import Solved, WarmUp, solve_window, uses_reference
@@ -65,7 +72,11 @@ def iter_blocks(job: Job) -> Iterator[Block]:
     region = region_mask(settings.roi, settings.exclude, (job.source.height, job.source.width),
                          settings.scale)  # fmt: skip
     for solution in iter_solutions(job):
-        yield from finish(solution, options, job.clock, region)
+        try:
+            yield from finish(solution, options, job.clock, region)
+        finally:  # stopped before its first block: its early background goes no further
+            if solution.early is not None:
+                solution.early.stop()
         del solution  # not held while the next window is solved
 
 
@@ -137,7 +148,14 @@ def _solutions(job: Job, spool: FrameSpool | None) -> Iterator[Solution]:
         solved = _solve(job, video, state, new_from, index)
         state.detail, state.reference = solved.detail, solved.reference
         clock.add("solve", time.perf_counter() - t)
-        solution = _solution(job, video, new_from, solved, index, state)
+        early = _early(job, video, new_from, solved, index)
+        try:
+            solution = _solution(job, video, new_from, solved, index, state)
+        except BaseException:
+            if early is not None:
+                early.stop()
+            raise
+        solution.early = early
         _log_window(solution, solved, plan, job, t_read)
         if not uses_reference(settings):
             state.keep(solved.L, video.n_frames, plan)
@@ -179,6 +197,19 @@ def _check_resumed(
             "solved (the input changed): run without {resume} and with {overwrite}",
             option=("resume", True),
         )
+
+
+def _early(
+    job: Job, video: Video, new_from: int, solved: Solved, index: int
+) -> EarlyBackground | None:
+    """The background of the window's first blocks, formed and handed to ``job.early``
+    (the result's background video) by a thread while the window's model is formed."""
+    if job.early is None or video.n_frames <= new_from or cores.threads() <= 1:
+        return None  # one thread (--threads 1): formed by finish, in turn
+    if video.height * video.width > OUTPUT_PIXELS:  # 4K: one block at a time (memory)
+        return None
+    ahead = Solution(video, new_from, solved.L, solved.S, None, window_info(video, new_from, index))
+    return EarlyBackground(ahead, job.early)
 
 
 def _solution(

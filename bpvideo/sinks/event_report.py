@@ -10,7 +10,7 @@ import numpy as np
 
 from bpvideo.events.table import blob_boxes
 
-__all__ = ["PICTURE_WIDTHS", "burn_label", "draw_foreground", "thumbnail"]
+__all__ = ["PICTURE_WIDTHS", "burn_label", "draw_foreground", "thumbnail", "warm_font"]
 
 #: Narrowest and widest picture of an event, in pixels: a smaller frame is enlarged (whole
 #: pixels repeated) so that its burnt-in time can be read, a larger one reduced (a night of
@@ -50,6 +50,12 @@ def draw_foreground(frame: np.ndarray, mask: np.ndarray, label: str | None = Non
     if label:
         burn_label(out, label, max(0.35, out.shape[1] / 900))
     return out
+
+
+def warm_font() -> None:
+    """Load OpenCV's font in the calling thread: the first text a thread writes or
+    measures costs ~30 ms of CPU (OpenCV 4.x keeps the font's tables per thread)."""
+    cv2.getTextSize("0", cv2.FONT_HERSHEY_SIMPLEX, 1.0, 1)
 
 
 def burn_label(image: np.ndarray, label: str, scale: float) -> None:

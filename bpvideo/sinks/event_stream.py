@@ -11,6 +11,7 @@ import contextlib
 import csv
 import heapq
 import io
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from bpvideo.events import EVENT_COLUMNS, Event, FrameTable, frame_rows, timecode
 from bpvideo.events.online import OnlineEvents
 from bpvideo.failures import naming
-from bpvideo.sinks.event_report import thumbnail
+from bpvideo.sinks.event_report import thumbnail, warm_font
 
 if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.settings import SeparateSettings
@@ -105,15 +106,22 @@ class Thumbnails:
     JPEG thumbnails; :meth:`of` picks each event's.
 
     At most ``limit`` are kept (those of the largest foreground): a long night of many
-    short runs costs at most ``limit`` x about 10 kB.
+    short runs costs at most ``limit`` x about 10 kB. The pictures are drawn and encoded
+    by a thread of their own, which loads OpenCV's font (~30 ms of CPU, once in every
+    thread that writes text) as the thumbnails start, while the frames are read: not on
+    the thread that writes the blocks, in the masks phase where both cores are busy.
     """
 
     def __init__(self, threshold: float, limit: int = MAX_THUMBNAILS) -> None:
         self.threshold = threshold
         self.limit = limit
-        self.kept: list[tuple[float, int, bytes]] = []  # a heap: share, row, JPEG
+        self.kept: list[tuple[float, int, Future]] = []  # a heap: share, row, JPEG to come
         self._best: tuple[int, float, np.ndarray, np.ndarray, str] | None = None
         self.row = 0
+        self._drawer: ThreadPoolExecutor | None = ThreadPoolExecutor(
+            1, thread_name_prefix="bpvideo-thumbnails"
+        )
+        self._drawer.submit(warm_font)  # starts the thread now (the pool waits for work)
 
     def offer(self, rows: FrameTable, frames: np.ndarray, masks: np.ndarray) -> None:
         """The next frames (k, H, W[, 3]) uint8, their masks and table rows."""
@@ -135,19 +143,35 @@ class Thumbnails:
                 if share <= self.kept[0][0]:
                     return
                 heapq.heappop(self.kept)
-            heapq.heappush(self.kept, (share, row, thumbnail(frame, mask, label)))
+            heapq.heappush(self.kept, (share, row, self._draw(frame, mask, label)))
+
+    def _draw(self, frame: np.ndarray, mask: np.ndarray, label: str) -> Future:
+        """The JPEG of a picture, drawn by the thumbnails' thread (here once it is closed)."""
+        if self._drawer is None:
+            done: Future = Future()
+            done.set_result(thumbnail(frame, mask, label))
+            return done
+        return self._drawer.submit(thumbnail, frame, mask, label)
 
     def of(self, events: list[Event]) -> dict[int, bytes]:
-        """Event number -> JPEG of its frame of largest foreground."""
+        """Event number -> JPEG of its frame of largest foreground (the thumbnails' thread
+        ends here)."""
         self.end_run()
+        self.close()
         out: dict[int, bytes] = {}
         by_row = sorted(self.kept, key=lambda k: k[1])
         rows = [k[1] for k in by_row]
         for e in events:
             inside = by_row[bisect.bisect_left(rows, e.first) : bisect.bisect_right(rows, e.last)]
             if inside:
-                out[e.event] = max(inside)[2]
+                out[e.event] = max(inside)[2].result()
         return out
+
+    def close(self) -> None:
+        """Wait for the pictures being drawn and end the thumbnails' thread."""
+        if self._drawer is not None:
+            self._drawer.shutdown(wait=True)
+            self._drawer = None
 
 
 class Series:
@@ -237,6 +261,7 @@ class EventStream:
 
     def abort(self) -> None:
         """Close ``frames.csv`` (left to the staging folder's fate): a failure to flush it
-        (the disk that failed the run) is not a second error."""
+        (the disk that failed the run) is not a second error. End the thumbnails' thread."""
         with contextlib.suppress(OSError):
             self._handle.close()
+        self.thumbs.close()

@@ -117,7 +117,8 @@ class FolderSink:
         self.source = source
         self.gray = settings.gray
         self.clock = clock
-        encoder = {"lossless": settings.lossless, "crf": settings.crf, "preset": settings.preset}
+        encoder = {"lossless": settings.lossless, "crf": settings.crf, "preset": settings.preset,
+                   "tuned": True}  # fmt: skip
         #: The two video encoders (none with ``no_video``): background, foreground.
         self.streams = [
             VideoStream(outdir.stage(names[role]), source.fps, **encoder)
@@ -131,6 +132,7 @@ class FolderSink:
         self.chroma = Chroma() if settings.gray and source.channels == 3 else None
         self.shown = PreviewFrames(source.frame_count) if settings.preview else None
         self.written = 0
+        self.ahead = 0  #: background frames the video took ahead of their blocks (early)
 
     def open(self) -> None:
         """Start both encoders now (ffmpeg loads while the frames are read and solved)."""
@@ -139,12 +141,22 @@ class FolderSink:
                                  strict=False):  # fmt: skip
             stream.open(shape)
 
+    def early(self, background: np.ndarray) -> None:
+        """Encode the background frames (k, H, W[, 3]) uint8 of the next frames ahead of
+        their blocks (from the thread of :class:`~bpvideo.pipeline.finish.EarlyBackground`,
+        while no block is written); :meth:`write` does not encode them again."""
+        if self.streams:
+            self.streams[0].write(background)
+            self.ahead += len(background)
+
     def write(self, block: Block) -> None:
         """Write the frames of a block: videos, masks, raw masks, still, preview."""
         t = time.perf_counter()
         background, masks = block.background, block.masks
         foreground = block.foreground if self.streams or self.shown is not None else None
-        for stream, frames in zip(self.streams, (background, foreground), strict=False):
+        taken = min(self.ahead, len(masks))  # encoded already (early)
+        self.ahead -= taken
+        for stream, frames in zip(self.streams, (background[taken:], foreground), strict=False):
             stream.write(frames)
         if self.shown is not None:
             span = len(block) if block.window is None else block.window.frames - block.offset

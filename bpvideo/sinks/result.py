@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from bpvideo.records import Block, Plan, Report, Stopwatch, WindowReport
 from bpvideo.sinks.events import EventsSink, event_sinks
 from bpvideo.sinks.folder import FolderSink
@@ -105,6 +107,13 @@ class ResultFolder:
         except BaseException as exc:
             self._abort(exc)
             raise
+
+    def early(self, background: np.ndarray) -> None:
+        """Encode the background frames (k, H, W[, 3]) uint8 of the next frames before their
+        blocks come (:attr:`bpvideo.pipeline.Job.early`; see :meth:`FolderSink.early`)."""
+        folder = next((s for s in self.sinks if isinstance(s, FolderSink)), None)
+        if folder is not None:
+            folder.early(background)
 
     def objects(self) -> ObjectsSink | None:
         """The folder's objects, once open, when it tracks them (else None)."""

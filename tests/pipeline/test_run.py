@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import bpvideo.pipeline.finish as finish_module
+from bpvideo import cores
 from bpvideo.errors import InputError
 from bpvideo.pipeline import Job, iter_blocks, iter_solutions
 from bpvideo.pipeline.finish import finish
@@ -63,3 +65,47 @@ def test_a_solution_finishes_into_the_blocks_of_the_run() -> None:
         np.testing.assert_array_equal(a.masks, b.masks)
         np.testing.assert_array_equal(a.background, b.background)
     assert run[-1].last and not run[0].last
+
+
+@pytest.mark.parametrize("budget", [None, 40])
+def test_a_windows_first_backgrounds_are_handed_on_before_its_blocks(monkeypatch, budget) -> None:
+    """``Job.early`` gets the background of each window's first whole blocks (all of a
+    small window's; one block with a 40-frame budget), in order, before the window's
+    first block comes, and those are the blocks' own backgrounds: the blocks equal those
+    of a run without it."""
+    if budget is not None:
+        monkeypatch.setattr(finish_module, "EARLY_PIXELS", budget * 96 * 72)
+    monkeypatch.setattr(cores, "_STATE", dict(cores._STATE))  # the run sets its threads
+    frames, _ = street_frames(n=90, seed=4)
+    settings = SeparateSettings(window=40, overlap=10, threads=2).validate()
+    plain = list(iter_blocks(Job.of(open_frames(frames), settings)))
+    job = Job.of(open_frames(frames), settings)
+    handed: list[tuple[int, np.ndarray]] = []  # (blocks out when handed, frames)
+    out: list = []
+    job.early = lambda background: handed.append((len(out), background.copy()))
+    for block in iter_blocks(job):
+        out.append(block)
+    assert [len(b) for b in out] == [len(b) for b in plain] == [32, 8, 30, 20]
+    for a, b in zip(out, plain, strict=True):
+        assert a.numbers == b.numbers
+        np.testing.assert_array_equal(a.masks, b.masks)
+        np.testing.assert_array_equal(a.background, b.background)
+    # each window's first whole blocks (32 + 8 frames of the first window; one block
+    # each with the budget), handed on before the window's first block came out
+    first = {id(b.window): i for i, b in reversed(list(enumerate(out)))}
+    want = [i for i, b in enumerate(out) if budget is None or b.offset == 0]
+    assert len(handed) == len(want) == (4 if budget is None else 3)
+    for (when, background), i in zip(handed, want, strict=True):
+        assert when == first[id(out[i].window)]
+        np.testing.assert_array_equal(background, out[i].background)
+
+
+def test_one_thread_hands_nothing_on_early(monkeypatch) -> None:
+    """``--threads 1``: the background is formed with the masks, in turn (no thread)."""
+    monkeypatch.setattr(cores, "_STATE", dict(cores._STATE))  # the run sets its threads
+    frames, _ = street_frames(n=40, seed=4)
+    job = Job.of(open_frames(frames), SeparateSettings(window=0, threads=1).validate())
+    handed: list[np.ndarray] = []
+    job.early = handed.append
+    assert sum(len(b) for b in iter_blocks(job)) == 40
+    assert handed == []

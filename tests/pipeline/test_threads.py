@@ -145,3 +145,35 @@ def test_a_spooled_run_writes_the_same_with_one_thread_and_two(shared_data, tmp_
     assert (one / "background.png").read_bytes() == (two / "background.png").read_bytes()
     windows = [json.loads((o / "summary.json").read_text())["windows"]["list"] for o in outs]
     assert windows[0] == windows[1]
+
+
+@pytest.mark.usefixtures("_restore_threads")
+def test_a_result_folder_is_the_same_bytes_with_one_thread_and_two(tmp_path, monkeypatch):
+    """With two threads each window's first backgrounds go to the background video while
+    the window's model is formed (:class:`~bpvideo.pipeline.finish.EarlyBackground`),
+    with one they go with their blocks: the videos, masks and frame table are the same
+    bytes either way, over windows."""
+    from bpvideo import separate_file
+    from bpvideo.sinks.folder import FolderSink
+    from bpvideo.sinks.writers import write_video
+    from tests.conftest import street_frames
+
+    frames, _ = street_frames(n=100, seed=6)
+    clip = tmp_path / "street.mkv"
+    write_video(clip, frames, 10.0, lossless=True)
+    handed: list[int] = []
+    early = FolderSink.early
+    monkeypatch.setattr(FolderSink, "early", lambda s, b: (handed.append(len(b)), early(s, b)))
+    outs = []
+    for threads in (1, 2):
+        outs.append(tmp_path / f"t{threads}")
+        separate_file(clip, outs[-1], threads=threads, window=40, overlap=10, rank=1)
+        handed.append(-1)  # the end of a run
+    assert handed == [-1, 32, 8, 30, 30, -1]  # two threads: every new frame, block by block
+    one, two = outs
+    names = sorted(p.name for p in (one / "masks").iterdir())
+    assert len(names) == 100
+    for name in ["background.mp4", "foreground.mp4", "frames.csv", "background.png"] + [
+        f"masks/{n}" for n in names
+    ]:
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name

@@ -179,6 +179,42 @@ def test_thumbnails_keep_the_largest_runs_up_to_their_limit():
                for v in got.values())  # fmt: skip
 
 
+def test_thumbnails_are_drawn_by_their_own_thread_as_the_caller_would(monkeypatch):
+    """The pictures are drawn off the caller's thread (which writes the blocks in the
+    masks phase), by one thread that loaded the font first; the bytes are those drawn on
+    the caller's thread."""
+    import threading
+
+    from bpvideo.events import FrameTable, timecode
+    from bpvideo.events.detect import Event
+    from bpvideo.sinks import event_stream
+    from bpvideo.sinks.event_report import thumbnail
+
+    drawn_by = []
+
+    def drawing(*args):
+        drawn_by.append(threading.current_thread().name)
+        return thumbnail(*args)
+
+    monkeypatch.setattr(event_stream, "thumbnail", drawing)
+    rng = np.random.default_rng(7)
+    share = np.array([0.0, 0.4, 0.6, 0.0, 0.3, 0.0])
+    n = len(share)
+    rows = FrameTable(np.arange(1, n + 1), np.arange(n) / 10, share, (share > 0).astype(int),
+                      np.zeros((n, 4), int))  # fmt: skip
+    frames = rng.integers(0, 256, (n, 36, 48, 3), dtype=np.uint8)
+    masks = rng.random((n, 36, 48)) < share[:, None, None]
+    thumbs = event_stream.Thumbnails(0.0)
+    thumbs.offer(rows, frames, masks)
+    events = [Event(i, 0, 0, "", "", 0, 0, 0, 0, 0, 0, first=a, last=b)
+              for i, (a, b) in enumerate([(1, 2), (4, 4)], 1)]  # fmt: skip
+    got = thumbs.of(events)
+    assert len(drawn_by) == 2 and all(n.startswith("bpvideo-thumbnails") for n in drawn_by)
+    assert got == {1: thumbnail(frames[2], masks[2], timecode(0.2)),
+                   2: thumbnail(frames[4], masks[4], timecode(0.4))}  # fmt: skip
+    assert thumbs._drawer is None  # the thread ended with the pictures
+
+
 def test_the_plot_series_keeps_each_buckets_largest_share_within_its_limit():
     from bpvideo.sinks.event_stream import Series
 

@@ -197,3 +197,35 @@ def test_a_stop_while_waiting_for_the_queue_is_that_stop(tmp_path: Path, stop) -
     with pytest.raises(type(stop)):
         stream.write([frame])
     assert stream._proc is None and proc.poll() is not None
+
+
+def _x264_options(path: Path) -> str:
+    """The options x264 wrote into a video's first frame (its SEI: ``options: ...``)."""
+    data = path.read_bytes()
+    at = data.index(b"options: ")
+    return data[at : data.index(b"\x00", at)].decode()
+
+
+def test_a_tuned_stream_adds_its_options_to_the_preset(tmp_path: Path, tiny_clip: Path) -> None:
+    """A result's videos (``tuned``) add ``subme=1`` and no intra partitions to x264's
+    ``veryfast``, and come back as close to the frames as the preset's own; another
+    preset is left as x264 has it."""
+    import bpvideo
+
+    scene = make_scene(96, 72, 30, seed=3)
+    errors = {}
+    for name, tuned, preset in (("plain", False, "veryfast"), ("tuned", True, "veryfast"),
+                                ("faster", True, "faster")):  # fmt: skip
+        stream = VideoStream(tmp_path / f"{name}.mp4", 25.0, tuned=tuned, preset=preset)
+        stream.write(scene.frames)
+        stream.close()
+        back = read_video(tmp_path / f"{name}.mp4", gray=False).frames
+        errors[name] = np.abs(back.astype(int) - scene.frames.astype(int)).mean()
+    plain, tuned = (_x264_options(tmp_path / f"{n}.mp4") for n in ("plain", "tuned"))
+    assert "subme=2" in plain and "analyse=0x3:0x113" in plain
+    assert "subme=1" in tuned and "analyse=0x3:0 " in tuned  # keyframes keep theirs
+    assert "subme=1" not in _x264_options(tmp_path / "faster.mp4")
+    assert errors["tuned"] < errors["plain"] + 0.3  # the same quality (a noisy scene: ~4.5)
+    bpvideo.separate_file(tiny_clip, tmp_path / "out", rank=1, window=0)
+    for video in ("background.mp4", "foreground.mp4"):
+        assert "subme=1" in _x264_options(tmp_path / "out" / video)
