@@ -123,6 +123,44 @@ def test_row_medians_of_a_large_matrix_are_each_rows_own() -> None:
     np.testing.assert_array_equal(numpy_backend.row_median(A, mask), masked_median(A, mask, 0.0))
 
 
+def test_numpy_blocks_run_in_the_callers_thread_with_one_thread(monkeypatch) -> None:
+    """``--threads 1``: the numpy backend's row blocks run one after the other in the
+    calling thread (no thread of its own), with the bits of two threads side by side."""
+    import threading
+
+    from bpvideo import cores
+    from bpvideo.solvers.backends import numpy as npb
+
+    monkeypatch.setattr(cores, "_STATE", dict(cores._STATE))
+    monkeypatch.setattr(npb, "NP_SPLIT_SIZE", 0)  # split even this small matrix
+    monkeypatch.setattr(npb, "_POOLS", {})
+    rng = np.random.default_rng(12)
+    A = rng.standard_normal((301, 47)).astype(np.float32)
+    mask = rng.random(A.shape) > 0.1
+    U, V = rng.standard_normal((301, 2)).astype(np.float32), rng.standard_normal((47, 2))
+    backend = get_backend("numpy")
+    answers, ran_in = [], []
+    original = npb._np_fused_rows
+
+    def spy(*args, **kwargs):
+        ran_in.append(threading.current_thread())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(npb, "_np_fused_rows", spy)
+    for threads in (2, 1):
+        cores.use(threads)
+        ran_in.clear()
+        W, Sp, Wl = A.copy(), 0.5 * A, 0.3 * A
+        thr = backend.thresholds(W, 5, 30)
+        sq, _, _ = backend.fused_step(W, Sp, Wl, A, mask, thr, (U, V), (U, V), 0.4, 0.3, 0.2, 5)
+        got = [*thr, W, Sp, Wl, np.array(list(sq.values())), backend.row_median(A, mask)]
+        answers.append([np.ascontiguousarray(g).tobytes() for g in got])
+        assert len(ran_in) == 2  # two row blocks either way
+        own = {t is threading.current_thread() for t in ran_in}
+        assert own == ({True} if threads == 1 else {True, False})
+    assert answers[0] == answers[1]
+
+
 def test_products(backend: Backend) -> None:
     rng = np.random.default_rng(5)
     M = rng.standard_normal((500, 40))

@@ -8,12 +8,14 @@ side by side by threads (numpy releases the interpreter lock in its loops).
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from bpvideo import cores
 from bpvideo.robust import masked_median
 
 __all__ = ["NP_BLOCKS", "NP_SPLIT_SIZE", "NumpyBackend"]
@@ -51,19 +53,26 @@ def _np_kth(
 #: do not depend on the machine.
 NP_SPLIT_SIZE = 1 << 18
 NP_BLOCKS = 2
-_POOL: ThreadPoolExecutor | None = None
+#: The threads of :func:`_np_map`, by process.
+_POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
 def _np_map(fn: Callable[[int, int], Any], length: int, size: int) -> list[Any]:
-    """``[fn(lo, hi)]`` over the blocks of ``range(length)``, side by side when ``size``
-    (entries of the matrix) is large; the first block runs in the calling thread."""
+    """``[fn(lo, hi)]`` over the blocks of ``range(length)`` when ``size`` (entries of
+    the matrix) is large: side by side, the first block in the calling thread, where the
+    caller may use more than one thread (:func:`bpvideo.cores.threads`, ``--threads``);
+    one after the other in the caller's thread else (the same blocks: the same sums)."""
     if size < NP_SPLIT_SIZE or length < 2 * NP_BLOCKS:
         return [fn(0, length)]
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(NP_BLOCKS - 1, thread_name_prefix="bpvideo-numpy")
     bounds = [length * i // NP_BLOCKS for i in range(NP_BLOCKS + 1)]
-    futures = [_POOL.submit(fn, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
+    if cores.threads() <= 1:
+        return [fn(lo, hi) for lo, hi in itertools.pairwise(bounds)]
+    pool = _POOLS.get(os.getpid())  # a forked child has none of its parent's threads
+    if pool is None:
+        pool = _POOLS.setdefault(
+            os.getpid(), ThreadPoolExecutor(NP_BLOCKS - 1, thread_name_prefix="bpvideo-numpy")
+        )
+    futures = [pool.submit(fn, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
     first = fn(bounds[0], bounds[1])
     return [first, *(f.result() for f in futures)]
 
