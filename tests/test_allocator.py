@@ -30,6 +30,7 @@ def test_own_process_freezes_start_up_objects_and_still_collects() -> None:
     # in a child: freezing is for processes that run bpvideo only
     code = (
         "import gc, weakref\n"
+        "import bpvideo._cli\n"  # what the console script has loaded when it calls it
         "from bpvideo.allocator import own_process\n"
         "own_process()\n"
         "print(gc.get_freeze_count())\n"

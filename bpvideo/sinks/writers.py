@@ -73,16 +73,10 @@ def yuv420p(frame: np.ndarray) -> np.ndarray:
 
 
 def _write_mask_png(folder: Path, number: int, image: np.ndarray) -> None:
-    """``folder/bin%06d.png`` of a 0/255 uint8 mask (``os.write``: no file object)."""
-    path = os.path.join(folder, f"bin{number:06d}.png")
-    data = memoryview(encode_png(image))
+    """``folder/bin%06d.png`` of a 0/255 uint8 mask."""
+    path = folder / f"bin{number:06d}.png"
     with naming(path):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-        try:
-            while data:
-                data = data[os.write(fd, data) :]
-        finally:
-            os.close(fd)
+        path.write_bytes(encode_png(image))
 
 
 def write_masks(
