@@ -33,6 +33,7 @@ __all__ = [
     "beside",
     "by_rows",
     "cgroup_cpus",
+    "halves",
     "in_blocks",
     "in_pool",
     "limit",
@@ -146,10 +147,10 @@ def _at_once(work: Callable[..., Any], *args: Any) -> Future:
 
 
 def in_blocks(work: Callable[[int, int], _T], length: int, entries: int) -> list[_T]:
-    """``[work(lo, hi)]`` over the two halves of ``range(length)``, the second in one
-    more thread (marked :func:`in_pool`, kept for the next call) while the caller's works
-    on the first, when the calling thread may use more than one (:func:`threads`) and the
-    work goes over at least :data:`SPLIT_ENTRIES` ``entries``; else ``[work(0, length)]``.
+    """``[work(lo, hi)]`` over the two halves of ``range(length)`` side by side
+    (:func:`halves`) when the calling thread may use more than one (:func:`threads`) and
+    the work goes over at least :data:`SPLIT_ENTRIES` ``entries``; else
+    ``[work(0, length)]``.
 
     For work whose answer for an index is its own (each row of a matrix formed alone,
     as numpy's elementwise operations and reductions along a row form it): the same
@@ -157,13 +158,25 @@ def in_blocks(work: Callable[[int, int], _T], length: int, entries: int) -> list
     """
     if length < 2 or entries < SPLIT_ENTRIES or threads() <= 1:
         return [work(0, length)]
+    return halves(work, length)
+
+
+def halves(work: Callable[[int, int], _T], length: int) -> list[_T]:
+    """``[work(0, h), work(h, length)]``, ``h = length // 2``: the second in one more
+    thread (marked :func:`in_pool`, kept for the next call, one per process) while the
+    caller's works on the first, when the calling thread may use more than one
+    (:func:`threads`); else one after the other in the caller's thread. The same two
+    calls either way: for work whose answer depends on the blocks (sums of each half,
+    added by the caller), the same bytes with any count of threads."""
+    half = length // 2
+    if threads() <= 1:
+        return [work(0, half), work(half, length)]
     pid = os.getpid()  # a forked child has no thread of its parent's pool: its own
     pool = _BLOCKS.get(pid)
     if pool is None:
         pool = _BLOCKS.setdefault(
             pid, ThreadPoolExecutor(1, thread_name_prefix="bpvideo-rows", initializer=in_pool)
         )
-    half = length // 2
     second = pool.submit(work, half, length)
     try:
         first = work(0, half)

@@ -13,6 +13,7 @@ from bpvideo import cores
 from bpvideo.background import tuning
 from bpvideo.masks.thresholds import MAD_SCALE
 from bpvideo.robust import masked_median
+from bpvideo.solvers.backends import get_backend
 
 __all__ = ["fit_light", "light_base", "mode_ratio", "still_light"]
 
@@ -311,16 +312,9 @@ def light_base(data: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     n = data.shape[1]
     cols = np.unique(np.linspace(0, n - 1, min(n, tuning.LIGHT_BASE_FRAMES)).round().astype(int))
     picked = np.asarray(data[:, cols], dtype=np.float32)
-    out = np.empty(len(picked), dtype=np.float32)
-
-    def rows(lo: int, hi: int) -> None:  # a row's median is its own
-        if mask is None:
-            out[lo:hi] = np.median(picked[lo:hi], axis=1)
-        else:
-            out[lo:hi] = masked_median(picked[lo:hi], mask[lo:hi, cols], empty=0.0)
-
-    cores.in_blocks(rows, len(picked), picked.size)
-    return out
+    observed = None if mask is None else np.ascontiguousarray(mask[:, cols])
+    # the backend's row medians: a row's median is its own, the rows' blocks side by side
+    return np.asarray(get_backend("auto").row_median(picked, observed), dtype=np.float32)
 
 
 #: Fewest entries a frame's light is fitted on.

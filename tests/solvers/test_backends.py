@@ -133,7 +133,6 @@ def test_numpy_blocks_run_in_the_callers_thread_with_one_thread(monkeypatch) -> 
 
     monkeypatch.setattr(cores, "_STATE", dict(cores._STATE))
     monkeypatch.setattr(npb, "NP_SPLIT_SIZE", 0)  # split even this small matrix
-    monkeypatch.setattr(npb, "_POOLS", {})
     rng = np.random.default_rng(12)
     A = rng.standard_normal((301, 47)).astype(np.float32)
     mask = rng.random(A.shape) > 0.1

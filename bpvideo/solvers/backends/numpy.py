@@ -7,10 +7,7 @@ side by side by threads (numpy releases the interpreter lock in its loops).
 
 from __future__ import annotations
 
-import itertools
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -52,29 +49,18 @@ def _np_kth(
 #: 1.6 times faster on two cores. The split depends on the shape only, so that results
 #: do not depend on the machine.
 NP_SPLIT_SIZE = 1 << 18
+#: The blocks: the two halves of :func:`bpvideo.cores.halves`.
 NP_BLOCKS = 2
-#: The threads of :func:`_np_map`, by process.
-_POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
 def _np_map(fn: Callable[[int, int], Any], length: int, size: int) -> list[Any]:
-    """``[fn(lo, hi)]`` over the blocks of ``range(length)`` when ``size`` (entries of
-    the matrix) is large: side by side, the first block in the calling thread, where the
-    caller may use more than one thread (:func:`bpvideo.cores.threads`, ``--threads``);
-    one after the other in the caller's thread else (the same blocks: the same sums)."""
+    """``[fn(lo, hi)]`` over the halves of ``range(length)`` when ``size`` (entries of
+    the matrix) is large (:func:`bpvideo.cores.halves`: side by side where the caller may
+    use more than one thread, ``--threads``; else one after the other, the same blocks:
+    the same sums); else ``[fn(0, length)]``."""
     if size < NP_SPLIT_SIZE or length < 2 * NP_BLOCKS:
         return [fn(0, length)]
-    bounds = [length * i // NP_BLOCKS for i in range(NP_BLOCKS + 1)]
-    if cores.threads() <= 1:
-        return [fn(lo, hi) for lo, hi in itertools.pairwise(bounds)]
-    pool = _POOLS.get(os.getpid())  # a forked child has none of its parent's threads
-    if pool is None:
-        pool = _POOLS.setdefault(
-            os.getpid(), ThreadPoolExecutor(NP_BLOCKS - 1, thread_name_prefix="bpvideo-numpy")
-        )
-    futures = [pool.submit(fn, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
-    first = fn(bounds[0], bounds[1])
-    return [first, *(f.result() for f in futures)]
+    return cores.halves(fn, length)
 
 
 def _np_thresholds(W, k_row, k_col):
