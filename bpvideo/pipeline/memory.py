@@ -107,11 +107,15 @@ def estimate_memory(
     return per_frame * frames
 
 
-#: Bytes a run holds besides its windows: the encoders' frame queues (2 x 16 MiB), pipes,
-#: the frames kept for background.png and the preview, and the ffmpeg children themselves
-#: (a decoder and two encoders, about 25 MiB each before any frame), and the modules a run
-#: loads after its plan (about 110 MiB more with ``--color``: 258 MiB at peak for 64x48).
-OVERHEAD_BYTES = 256 << 20
+#: Bytes a run holds besides its windows: numba and its compiled kernels (about 130 MiB
+#: resident once loaded: always from 640x480, and on smaller frames once a block has
+#: many pixels to match), the encoders' frame queues (2 x 16 MiB), pipes, the frames kept
+#: for background.png and the preview, and the ffmpeg children themselves (a decoder and
+#: two encoders, about 25 MiB each before any frame), and the modules a run loads after
+#: its plan (about 110 MiB more with ``--color``: 258 MiB at peak for 64x48). The smallest
+#: round number that keeps every peak that ``benchmarks/bench_memory_plan.py`` measured,
+#: 320x240 to 4K, 100 and 300 frames, at least 5 % under the plan (docs/performance.md).
+OVERHEAD_BYTES = 448 << 20
 
 
 def coders(settings: SeparateSettings) -> int:
