@@ -18,7 +18,7 @@ import numpy as np
 
 from bpvideo.errors import BpvideoError, InputError, literal, shown
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
-from bpvideo.limits import FPS_RANGE, MAX_FRAMES, MAX_PIXELS, MAX_SIDE
+from bpvideo.limits import FPS_RANGE, MAX_NAME_NUMBER, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
@@ -160,9 +160,23 @@ def _check_summary(path: Path, summary: dict[str, Any]) -> None:
         raise damaged("fps", f"frames per second from {low:g} to {high:g}")
     numbers = summary["mask_numbers"]
     if not isinstance(numbers, list) or not all(
-        type(n) is int and 0 <= n <= MAX_FRAMES for n in numbers
+        type(n) is int and 0 <= n <= MAX_NAME_NUMBER for n in numbers
     ):
         raise damaged("mask_numbers", "a list of whole frame numbers >= 0")
+    run = summary.get("settings", {})
+    if not isinstance(run, dict):
+        raise damaged("settings", "a mapping of the run's options")
+    try:  # the run's own values, before any option given now is merged with them
+        SeparateSettings.from_mapping(_run_options(summary))
+    except InputError as exc:
+        raise InputError(f"{literal(str(path))}: \"settings\" hold a value no run writes "
+                         f"({literal(exc.message)}): the output directory is damaged; run "
+                         "bpvideo separate again") from None  # fmt: skip
+
+
+def _run_options(summary: dict[str, Any]) -> dict[str, Any]:
+    """The options of the run (summary.json's ``settings``), by their option names."""
+    return {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
 
 
 def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
@@ -359,8 +373,7 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
     if unknown:
         raise InputError(f"unknown event option(s): {', '.join(unknown)}")
-    run = {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
-    settings = SeparateSettings.from_mapping({**run, **given})
+    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
     names = (*EVENT_FILES.values(), "clips", SUMMARY)
     if summary.get("incomplete"):
         logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "

@@ -1,0 +1,170 @@
+"""Hostile files and outputs of session 50 (the file side: separate, events, evaluate,
+batch): each case failed with an internal error, a wrong exit status or a line that did
+not name the input before its fix. Tiny inputs (48x36, a few frames)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import cv2
+import imageio_ffmpeg
+import pytest
+
+from bpvideo.sinks.writers import write_video
+from tests._cli.test_bad_inputs import assert_one_error_line
+from tests.conftest import output_files, tiny_frames
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("clip") / "clip.mkv"
+    write_video(path, tiny_frames(n=12)[0], 10.0, lossless=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def result(clip: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An output directory of ``separate`` (read-only for the tests: copy to change it)."""
+    from bpvideo.job import separate_file
+
+    out = tmp_path_factory.mktemp("result") / "out"
+    separate_file(clip, out, no_video=True)
+    return out
+
+
+def _folder(folder: Path, names: list[str]) -> Path:
+    folder.mkdir()
+    for name, frame in zip(names, tiny_frames(n=len(names))[0], strict=True):
+        cv2.imwrite(str(folder / name), frame)
+    return folder
+
+
+@pytest.mark.parametrize("number", [2**60, 10**30], ids=["past-2**53", "past-int64"])
+def test_frames_named_with_huge_numbers_are_numbered_in_order(
+    run_cli, tmp_path: Path, number: int
+) -> None:
+    """Numbers no float holds exactly (the frames' seconds) were an OverflowError or a
+    ZeroDivisionError of the report: such names are numbered in their order."""
+    frames = _folder(tmp_path / "frames", [f"cam{number + i}.png" for i in range(6)])
+    res = run_cli("separate", frames, "-o", tmp_path / "out", "--no-video", "-q")
+    assert res.code == 0, res.err
+    assert len(list((tmp_path / "out" / "masks").iterdir())) == 6
+    assert not [p for p in output_files(tmp_path / "out") if ".bpvideo" in p]
+
+
+def test_events_of_frames_named_by_their_time_in_milliseconds(run_cli, tmp_path: Path) -> None:
+    """Masks named after frames numbered past 2**31 (epoch milliseconds) are a run's own:
+    ``events`` took them for a damaged summary."""
+    names = [f"cam_{1700000000000 + 40 * i}.png" for i in range(6)]
+    frames = _folder(tmp_path / "frames", names)
+    out = tmp_path / "out"
+    assert run_cli("separate", frames, "-o", out, "--no-video", "-q").code == 0
+    assert (out / "masks" / "bin1700000000000.png").is_file()
+    res = run_cli("events", out, "-q")
+    assert res.code == 0, res.err
+
+
+def test_a_start_time_near_the_end_of_year_9999(run_cli, clip: Path, tmp_path: Path) -> None:
+    """Times of day past what a datetime holds are unknown (blank), not an OverflowError
+    (the same from a container's creation_time or an edited summary)."""
+    out = tmp_path / "out"
+    res = run_cli("separate", clip, "-o", out, "--no-video", "-q",
+                  "--start-time", "9999-12-31T23:59:59")  # fmt: skip
+    assert res.code == 0, res.err
+    rows = (out / "events.csv").read_text().splitlines()
+    assert rows[1].split(",")[-2] == "9999-12-31T23:59:59.000"  # the start, then blank
+    assert rows[1].split(",")[-1] == ""
+    assert run_cli("events", out, "-q").code == 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "names"),
+    [
+        ({"rank": -5}, r"rank=-5 must be >= 1"),
+        ({"min_event": "xyz"}, r"min_event='xyz'"),
+        ({"roi": ["1,1 2,2"]}, r"roi='1,1 2,2' needs three corners"),
+        ("not a mapping", r'"settings" is \'not a mapping\''),
+    ],
+    ids=["rank", "min-event", "roi", "not-a-mapping"],
+)
+def test_events_names_the_damaged_settings_of_the_summary(
+    run_cli, result: Path, tmp_path: Path, settings, names: str
+) -> None:
+    """An edited summary.json named an option the user never gave (``--rank -5 must be
+    >= 1``), or failed with an AttributeError."""
+    out = tmp_path / "out"
+    subprocess.run(["cp", "-r", str(result), str(out)], check=True)
+    summary = json.loads((out / "summary.json").read_text())
+    summary["settings"] = settings if isinstance(settings, str) else {**summary["settings"],
+                                                                       **settings}  # fmt: skip
+    (out / "summary.json").write_text(json.dumps(summary))
+    before = output_files(out)
+    res = run_cli("events", out)
+    line = assert_one_error_line(res, 2, names, "damaged; run bpvideo separate again")
+    assert "summary.json" in line and output_files(out) == before
+
+
+@pytest.mark.parametrize("groundtruth", ["/dev/null", "fifo"])
+def test_evaluate_ground_truth_neither_file_nor_folder(
+    run_cli, result: Path, tmp_path: Path, groundtruth: str
+) -> None:
+    if groundtruth == "fifo":
+        groundtruth = str(tmp_path / "gt.fifo")
+        __import__("os").mkfifo(groundtruth)
+    res = run_cli("evaluate", result, groundtruth, "--csv", tmp_path / "s.csv")
+    assert_one_error_line(res, 2, r"neither a file nor a folder", "pass a changedetection")
+
+
+def test_evaluate_csv_that_is_a_folder_is_refused_first(run_cli, result: Path, tmp_path: Path):
+    gt = tmp_path / "groundtruth"
+    gt.mkdir()
+    for i in range(1, 13):
+        cv2.imwrite(str(gt / f"gt{i:06d}.png"), tiny_frames(n=1)[1][0].astype("uint8") * 255)
+    res = run_cli("evaluate", result, gt, "--csv", tmp_path)
+    assert_one_error_line(res, 2, rf"{tmp_path}: --csv is a folder", "give the path of a file")
+
+
+def test_batch_refuses_two_jobs_writing_masks_to_stdout(run_cli, clip: Path, tmp_path: Path):
+    """Their raw frames were mixed on stdout, with nothing to tell them apart."""
+    config = tmp_path / "b.yaml"
+    config.write_text(f"jobs:\n  - input: {clip}\n    output: a\n    masks-to: '-'\n"
+                      f"  - input: {clip}\n    output: b\n    masks-to: '-'\n")  # fmt: skip
+    res = run_cli("batch", config)
+    assert res.code == 2 and res.out == "", res.err
+    assert "b.yaml:7: jobs[1].masks-to: '-' would write the masks of clip.mkv of jobs[1]" in (
+        res.err
+    )
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_batch_config_that_is_a_list_says_so(run_cli, tmp_path: Path) -> None:
+    config = tmp_path / "b.yaml"
+    config.write_text("- input: clip.mkv\n")
+    res = run_cli("batch", config)
+    assert res.code == 2 and "got a list" in res.err and "LineList" not in res.err
+
+
+def _late_clip(path: Path, frames: int) -> Path:
+    """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
+    Duration (the end of its last frame) announces 10000 frames more than it holds."""
+    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-y", "-f", "lavfi", "-i",
+           "testsrc=s=48x36:r=10", "-frames:v", str(frames), "-c:v", "ffv1",
+           "-output_ts_offset", "1000", str(path)]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    return path
+
+
+def test_a_matroska_clock_that_starts_late_is_no_truncation(run_cli, tmp_path: Path) -> None:
+    """Refused (exit 1) as "only 12 of the 10012 frames" before; a cut one still is,
+    counted from its start."""
+    whole = _late_clip(tmp_path / "late.mkv", 12)
+    res = run_cli("separate", whole, "-o", tmp_path / "out", "--no-video", "-q")
+    assert res.code == 0, res.err
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.mkv"
+    _late_clip(tmp_path / "late40.mkv", 40)
+    cut.write_bytes((tmp_path / "late40.mkv").read_bytes()[: len(data)])
+    res = run_cli("separate", cut, "-o", tmp_path / "out2", "--no-video")
+    assert_one_error_line(res, 1, r"cut\.mkv: only \d+ of the 40 frames", "--allow-partial")
