@@ -96,19 +96,6 @@ def cases(tmp: Path) -> dict[str, tuple[int, Callable[[], list[str]]]]:
     return {
         "events-summary-settings-edited": (2, damaged_settings),
         "evaluate-groundtruth-dev-null": (2, lambda: ["evaluate", str(result()), "/dev/null"]),
-        "batch-two-jobs-masks-to-stdout": (
-            2,
-            lambda: [
-                "batch",
-                str(
-                    write(
-                        "m.yaml",
-                        f"jobs:\n  - input: {clip()}\n    output: out/a\n    masks-to: '-'\n"
-                        f"  - input: {clip()}\n    output: out/b\n    masks-to: '-'\n",
-                    )
-                ),
-            ],
-        ),
         "frame-names-past-int64 (ok)": (
             0,
             lambda: [
