@@ -146,6 +146,24 @@ def test_batch_config_that_is_a_list_says_so(run_cli, tmp_path: Path) -> None:
     assert res.code == 2 and "got a list" in res.err and "LineList" not in res.err
 
 
+def test_batch_resume_runs_a_job_whose_input_changed(run_cli, clip: Path, tmp_path: Path):
+    """A new recording under the same name was skipped as complete, its stale result
+    kept (exit 0)."""
+    import os
+    import shutil
+
+    shutil.copy(clip, tmp_path / "cam.mkv")
+    config = tmp_path / "b.yaml"
+    config.write_text("jobs:\n  - input: cam.mkv\n    output: out\n    no-video: true\n")
+    assert run_cli("batch", config, "-q").code == 0
+    assert run_cli("batch", config, "--resume", "--dry-run").out == ""  # complete
+    later = (tmp_path / "out" / "summary.json").stat().st_mtime_ns + 10**9
+    os.utime(tmp_path / "cam.mkv", ns=(later, later))  # a new recording
+    res = run_cli("batch", config, "--resume", "--dry-run")
+    assert res.out == f"{tmp_path / 'cam.mkv'}\t{tmp_path / 'out'}\n"
+    assert "cam.mkv: changed since its result" in res.err
+
+
 def _late_clip(path: Path, frames: int) -> Path:
     """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
     Duration (the end of its last frame) announces 10000 frames more than it holds."""
