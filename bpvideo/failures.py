@@ -130,10 +130,13 @@ def write_failure(path: Path, exc: BaseException, renames: Renames = ()) -> Work
     """
     first = first_oserror(exc)
     assert first is not None
+    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
+    if name and not Path(os.path.abspath(name)).is_relative_to(os.path.abspath(path)):
+        what, fix = reason(first, "write it elsewhere")  # --masks-to, beside OUTDIR
+        return WorkError(f"{literal(name)}: writing it failed: {what}: {fix}; nothing was kept")
     what, fix = reason(first, "check the output directory or choose another {output}")
     if first.errno in FULL:
         fix = "free some space or choose another {output}"
-    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
     where = f" ({literal(name)})" if name else ""
     return WorkError(
         f"{literal(path)}: writing the outputs failed: {what}{where}: {fix}; nothing was kept",

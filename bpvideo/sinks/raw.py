@@ -120,10 +120,23 @@ class RawMaskSink:
                 f"{self.count} mask(s) ({{masks_to}}): check that program; nothing was kept",
                 option=("masks_to", self.target),
             ) from None
+        except OSError as exc:
+            self._name(exc)
+            raise
 
     def close(self) -> None:
         """Flush (stdout) or close (file)."""
-        if self.to_stdout:
-            self._fh.flush()
-        else:
-            self._fh.close()
+        try:
+            if self.to_stdout:
+                self._fh.flush()
+            else:
+                self._fh.close()
+        except OSError as exc:
+            self._name(exc)
+            raise
+
+    def _name(self, exc: OSError) -> None:
+        """Make ``exc`` name the file it failed on (a full disk names none): its message
+        then says which file, not OUTDIR (this one may lie elsewhere)."""
+        if exc.filename is None and not self.to_stdout:
+            exc.filename = self.target

@@ -164,6 +164,33 @@ def test_batch_resume_runs_a_job_whose_input_changed(run_cli, clip: Path, tmp_pa
     assert "cam.mkv: changed since its result" in res.err
 
 
+def test_a_full_disk_under_masks_to_names_that_file(
+    run_cli, clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--masks-to on another disk that fills: the line named OUTDIR and told to choose
+    another -o (a full disk's error names no file)."""
+    import errno
+    import io
+
+    import bpvideo.sinks.raw as raw
+
+    class Full(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = raw._open_raw
+    monkeypatch.setattr(raw, "_open_raw", lambda target: (real(target).close(), Full())[1])
+    (tmp_path / "disk").mkdir()
+    res = run_cli("separate", clip, "-o", tmp_path / "out", "--no-video", "-q",
+                  "--masks-to", tmp_path / "disk" / "m.raw")  # fmt: skip
+    assert_one_error_line(res, 1, r"disk/m\.raw: writing it failed: disk full",
+                          "free some space or write it elsewhere; nothing was kept")  # fmt: skip
+    assert output_files(tmp_path) == ["disk"]
+
+
 def _late_clip(path: Path, frames: int) -> Path:
     """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
     Duration (the end of its last frame) announces 10000 frames more than it holds."""
