@@ -18,6 +18,7 @@ import numpy as np
 
 from bpvideo.errors import BpvideoError, InputError, literal, shown
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
+from bpvideo.failures import events_failure
 from bpvideo.limits import FPS_RANGE, MAX_NAME_NUMBER, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
@@ -390,9 +391,13 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     if still is None or still.shape[:2] != shape:
         still = None
     backdrop = np.zeros((*shape, 3), np.uint8) if still is None else still
-    staging = _staging(outdir)
-    stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
     try:
+        staging = _staging(outdir)
+    except OSError as exc:  # a read-only OUTDIR, one not ours
+        raise events_failure(outdir, exc) from exc
+    stream = None
+    try:
+        stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
         _read_all(outdir, numbers, times, stream, backdrop)
         found = [e.timed(_clock(summary)) for e in stream.finish()]
         outputs = dict(summary.get("outputs") or {})
@@ -407,8 +412,11 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
         summary["outputs"] = outputs
         write_json(staging / SUMMARY, summary)
         _swap(outdir, staging, dropped)
+    except OSError as exc:  # a full disk part-way: the earlier set stays whole
+        raise events_failure(outdir, exc, [(staging, outdir)]) from exc
     finally:
-        stream.abort()
+        if stream is not None:
+            stream.abort()
         shutil.rmtree(staging, ignore_errors=True)
     logger.info("%s: %d event(s) in %d frame(s)", outdir, len(found), stream.frames)
     return summary

@@ -106,6 +106,38 @@ def test_events_names_the_damaged_settings_of_the_summary(
     assert "summary.json" in line and output_files(out) == before
 
 
+@pytest.mark.parametrize("fail", ["read-only", "disk-full"])
+def test_events_into_a_folder_it_cannot_write(
+    run_cli, result: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str
+) -> None:
+    """A read-only OUTDIR was an internal error (OSError), a full disk a line that named
+    no folder."""
+    import errno
+    import shutil
+
+    import bpvideo.sinks.rederive as rederive
+
+    out = tmp_path / "out"
+    shutil.copytree(result, out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    if fail == "read-only":
+
+        def refuse(*args, **kwargs):
+            raise OSError(errno.EROFS, "Read-only file system", str(out / ".staged"))
+
+        monkeypatch.setattr(rederive.tempfile, "mkdtemp", refuse)
+        code, names, fix = 2, r"out: cannot write in it \(Read-only", "copy the folder"
+    else:
+
+        def full(*args, **kwargs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(rederive, "atomic_write_bytes", full)
+        code, names, fix = 1, r"out: writing the events failed: disk full", "earlier events"
+    assert_one_error_line(run_cli("events", out), code, names, fix)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 @pytest.mark.parametrize("groundtruth", ["/dev/null", "fifo"])
 def test_evaluate_ground_truth_neither_file_nor_folder(
     run_cli, result: Path, tmp_path: Path, groundtruth: str
