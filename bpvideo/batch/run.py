@@ -131,7 +131,7 @@ def completed(job: Job) -> bool:
         if summary.get("incomplete"):
             return False
         recorded = dict(summary["settings"])
-        same_input = Path(summary["input"]).resolve() == Path(job.input).resolve()
+        same_input = os.path.realpath(summary["input"]) == os.path.realpath(job.input)
         if os.stat(job.input).st_mtime_ns > summary_path.stat().st_mtime_ns:
             logger.warning("%s: changed since its result in %s was made: the job runs again",
                            job.input, job.output)  # fmt: skip

@@ -223,6 +223,16 @@ def test_a_full_disk_under_masks_to_names_that_file(
     assert output_files(tmp_path) == ["disk"]
 
 
+@pytest.mark.parametrize("output", ["loop", "loop/{stem}"])
+def test_an_output_that_is_a_loop_of_links(run_cli, clip: Path, tmp_path: Path, output: str):
+    """``-o`` a link to a link to it: an internal error (RuntimeError of Path.resolve)."""
+    (tmp_path / "loop").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop")
+    res = run_cli("separate", clip, "-o", f"{tmp_path}/{output}")
+    assert_one_error_line(res, 2, r"loop.*cannot be used \(Too many levels of symbolic links",
+                          "choose another -o")  # fmt: skip
+
+
 def _late_clip(path: Path, frames: int) -> Path:
     """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
     Duration (the end of its last frame) announces 10000 frames more than it holds."""
