@@ -233,6 +233,16 @@ def test_an_output_that_is_a_loop_of_links(run_cli, clip: Path, tmp_path: Path, 
                           "choose another -o")  # fmt: skip
 
 
+def test_an_output_that_is_a_dangling_link(run_cli, clip: Path, tmp_path: Path) -> None:
+    """Failed after the work (exit 1) with ``cannot create the output directory (File
+    exists)``."""
+    (tmp_path / "out").symlink_to(tmp_path / "gone")
+    res = run_cli("separate", clip, "-o", tmp_path / "out", "--no-video")
+    assert_one_error_line(res, 2, r"out: is a link to .*gone, which does not exist",
+                          "create that folder or choose another -o")  # fmt: skip
+    assert not (tmp_path / "gone").exists()
+
+
 def _late_clip(path: Path, frames: int) -> Path:
     """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
     Duration (the end of its last frame) announces 10000 frames more than it holds."""
