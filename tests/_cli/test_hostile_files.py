@@ -243,6 +243,25 @@ def test_an_output_that_is_a_dangling_link(run_cli, clip: Path, tmp_path: Path) 
     assert not (tmp_path / "gone").exists()
 
 
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [("100,100 200,200", 2), ("-10,-10 -1,-1", 2), ("48,0 48,35", 2), ("-5,40 60,-10", 0)],
+)
+def test_a_counting_line_that_misses_the_frame(
+    run_cli, clip: Path, tmp_path: Path, line: str, code: int
+) -> None:
+    """Counted nothing, silently (a --roi outside the frame is refused); a line that
+    crosses the frame from outside it counts."""
+    out = tmp_path / "out"
+    res = run_cli("separate", clip, "-o", out, "--no-video", "-q", "--count-line", line)
+    if code:
+        assert_one_error_line(res, 2, rf"--count-line='{line}' misses the 48x36 frames",
+                              r"give points inside the frame \(x 0\.\.47, y 0\.\.35\)")  # fmt: skip
+        assert not out.exists()
+    else:
+        assert res.code == 0, res.err
+
+
 def _late_clip(path: Path, frames: int) -> Path:
     """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
     Duration (the end of its last frame) announces 10000 frames more than it holds."""
