@@ -262,6 +262,16 @@ def test_a_counting_line_that_misses_the_frame(
         assert res.code == 0, res.err
 
 
+@pytest.mark.parametrize("args", [["--frames", "1"], ["--step", "100"], ["--start", "11"]])
+def test_a_selection_of_one_frame_says_to_select_more(
+    run_cli, clip: Path, tmp_path: Path, args: list[str]
+) -> None:
+    """It said ``the input has 1 frame(s) ... give a longer clip`` of a 12-frame clip."""
+    res = run_cli("separate", clip, "-o", tmp_path / "out", *args)
+    names = r"clip\.mkv: 1 frame\(s\) selected; robust PCA needs at least 2"
+    assert_one_error_line(res, 2, names, r"select more frames \(lower --start or --step")
+
+
 def _late_clip(path: Path, frames: int) -> Path:
     """A Matroska clip whose clock starts at 1000 s, as ``ffmpeg -copyts`` records one: its
     Duration (the end of its last frame) announces 10000 frames more than it holds."""
