@@ -81,7 +81,64 @@ def cases(tmp: Path) -> dict[str, tuple[int, Callable[[], list[str]]]]:
         shutil.copy(clip(), name)
         return ["separate", os.fsdecode(name), "-o", out, "-q"]
 
+    def result() -> Path:  # an output of separate, made before the case runs
+        env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
+        subprocess.run([sys.executable, "-m", "bpvideo", "separate", str(clip()), "-o",
+                        str(tmp / "res"), "--no-video", "-q"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+        return tmp / "res"
+
+    def damaged_settings() -> list[str]:
+        summary = result() / "summary.json"
+        summary.write_text(summary.read_text().replace('"rank": 2', '"rank": -5'))
+        return ["events", str(tmp / "res")]
+
     return {
+        "events-summary-settings-edited": (2, damaged_settings),
+        "evaluate-groundtruth-dev-null": (2, lambda: ["evaluate", str(result()), "/dev/null"]),
+        "frame-names-past-int64 (ok)": (
+            0,
+            lambda: [
+                "separate",
+                str(_frames(tmp / "big", 6, ".png", "in{}" + "0" * 25)),
+                "-o",
+                out,
+                "-q",
+                "--no-video",
+            ],
+        ),
+        "start-time-year-9999 (ok)": (
+            0,
+            lambda: [
+                "separate",
+                str(clip()),
+                "-o",
+                out,
+                "-q",
+                "--start-time",
+                "9999-12-31T23:59:59",
+            ],
+        ),
+        "matroska-clock-starts-late (ok)": (
+            0,
+            lambda: [
+                "separate",
+                str(
+                    _clip(
+                        tmp / "late.mkv",
+                        "-frames:v",
+                        "12",
+                        "-c:v",
+                        "ffv1",
+                        "-output_ts_offset",
+                        "1000",
+                    )
+                ),
+                "-o",
+                out,
+                "-q",
+            ],
+        ),
         "logfile-onto-input": (
             2,
             lambda: ["separate", str(clip()), "-o", out, "--logfile", str(tmp / "cam.mkv")],

@@ -21,12 +21,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from bpvideo.errors import BpvideoError, WorkError, literal
+from bpvideo.errors import BpvideoError, InputError, WorkError, literal
 
 __all__ = [
     "FULL",
     "MIN_OPEN_FILES",
     "check_open_files",
+    "events_failure",
     "first_oserror",
     "naming",
     "reason",
@@ -130,15 +131,36 @@ def write_failure(path: Path, exc: BaseException, renames: Renames = ()) -> Work
     """
     first = first_oserror(exc)
     assert first is not None
+    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
+    if name and not Path(os.path.abspath(name)).is_relative_to(os.path.abspath(path)):
+        what, fix = reason(first, "write it elsewhere")  # --masks-to, beside OUTDIR
+        return WorkError(f"{literal(name)}: writing it failed: {what}: {fix}; nothing was kept")
     what, fix = reason(first, "check the output directory or choose another {output}")
     if first.errno in FULL:
         fix = "free some space or choose another {output}"
-    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
     where = f" ({literal(name)})" if name else ""
     return WorkError(
         f"{literal(path)}: writing the outputs failed: {what}{where}: {fix}; nothing was kept",
         option=("output", str(path)),
     )
+
+
+def events_failure(path: Path, exc: BaseException, renames: Renames = ()) -> BpvideoError:
+    """A one-line error for an OS error while ``bpvideo events`` writes the events of
+    OUTDIR ``path`` again: a folder it cannot write in (read-only, no permission) is an
+    unusable OUTDIR (:class:`InputError`); a failure part-way (a full disk) kept the
+    earlier set whole (:class:`WorkError`)."""
+    first = first_oserror(exc)
+    assert first is not None
+    if first.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return InputError(f"{literal(path)}: cannot write in it ({literal(first.strerror)}): "
+                          "the events are written beside its masks; copy the folder where you "
+                          "can write, or run as its owner")  # fmt: skip
+    what, fix = reason(first, "check the output directory")
+    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
+    where = f" ({literal(name)})" if name else ""
+    return WorkError(f"{literal(path)}: writing the events failed: {what}{where}: {fix}; the "
+                     "earlier events were kept")  # fmt: skip
 
 
 def check_open_files() -> None:

@@ -15,6 +15,10 @@ DEFAULT_FPS = 25.0
 
 #: Frame indices and counts (``start``, ``frames``, ``step``, ``learn``).
 MAX_FRAMES = 2**31 - 1
+#: Frame numbers a folder's file names may give (``in000001.png``): the largest whole
+#: number a float holds exactly, as the frames' seconds must; names of larger numbers
+#: are numbered in their order instead.
+MAX_NAME_NUMBER = 2**53
 #: Seconds an option may name (``absorb``): about 116 days, longer than any clip.
 MAX_SECONDS = 1e7
 #: Frames of a window or an overlap.

@@ -251,10 +251,19 @@ class WallClock:
     def at(self, seconds: float) -> str | None:
         """ISO 8601 of the time of day ``seconds`` after the origin (milliseconds, the
         origin's offset), or None when unknown."""
+        when = self.moment(seconds)
+        return None if when is None else when.isoformat(timespec="milliseconds")
+
+    def moment(self, seconds: float) -> dt.datetime | None:
+        """The time of day ``seconds`` after the origin; None when unknown, or past the
+        years a datetime holds (an origin of 9999-12-31, or seconds of a frame named
+        with a huge number)."""
         if self.origin is None:
             return None
-        when = self.origin + dt.timedelta(seconds=float(seconds))
-        return when.isoformat(timespec="milliseconds")
+        try:
+            return self.origin + dt.timedelta(seconds=float(seconds))
+        except (OverflowError, ValueError):
+            return None
 
     def to_dict(self) -> dict[str, str | None]:
         """summary.json's ``start_time`` and ``start_time_source``."""

@@ -117,7 +117,7 @@ def load_mapping(path: str | os.PathLike, what: str) -> tuple[LineDict | None, C
     for line, message in duplicates:
         check.add(line, "", message)
     if data is not None and not isinstance(data, LineDict):
-        got = f"a {type(data).__name__}"
+        got = "a list" if isinstance(data, list) else shown(data)
         check.add(getattr(data, "line", 1), "", f"must be a mapping {what}, got {got}")
         check.raise_if_any()
     return data, check

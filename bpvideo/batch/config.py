@@ -240,6 +240,7 @@ class _Planner:
         self.aliases = option_aliases()
         self.known = sorted(set(self.aliases) | set(JOB_KEYS))
         self.outputs: dict[str, str] = {}
+        self.stdout: str | None = None  # the job whose masks go to stdout ('masks-to: -')
 
     def run_options(self, config: BatchConfig) -> None:
         """Top-level keys: unknown ones, and ``executor``, ``scheduler``, ``workers``,
@@ -322,7 +323,22 @@ class _Planner:
                 planned.append(Job(index=first + len(planned), entry=i, line=line,
                                    input=str(input_path), output=str(out),
                                    settings=settings.to_dict()))  # fmt: skip
+        if settings.masks_to == "-":
+            key = next((k for k in ("masks-to", "masks_to") if k in entry), None)
+            self._claim_stdout(where, line if key is None else entry.line_of(key),
+                               [f"{Path(j.input).name} of {where}" for j in planned])  # fmt: skip
         return planned
+
+    def _claim_stdout(self, where: str, line: int, jobs: list[str]) -> None:
+        """One job at most writes its masks to stdout (``masks-to: -``): the raw frames
+        of two jobs, written side by side, would be mixed there with nothing to tell
+        them apart."""
+        if self.stdout is None and jobs:
+            self.stdout, jobs = jobs[0], jobs[1:]
+        if jobs:
+            self.check.add(line, f"{where}.masks-to",
+                           f"'-' would write the masks of {jobs[0]} to stdout, as those of "
+                           f"{self.stdout} are: give every job but one a file")  # fmt: skip
 
     def _template(
         self, where: str, entry: LineDict, keys: dict[str, Any], defaults: _Defaults

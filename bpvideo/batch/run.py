@@ -117,8 +117,9 @@ def completed(job: Job) -> bool:
     """Whether ``job.output`` holds a complete result of this very job (for ``--resume``).
 
     Complete means: ``summary.json`` is there (it is written last), not ``incomplete``
-    (the finished windows of a stopped run), its input is the
-    job's input and its ``settings`` equal the job's (``overwrite`` aside, which does not
+    (the finished windows of a stopped run), its input is the job's input, not modified
+    since the summary was written (a new recording under the same name is no result of
+    it), and its ``settings`` equal the job's (``overwrite`` aside, which does not
     change the result; options that a result of an older version does not record count
     at their defaults).
     """
@@ -130,7 +131,11 @@ def completed(job: Job) -> bool:
         if summary.get("incomplete"):
             return False
         recorded = dict(summary["settings"])
-        same_input = Path(summary["input"]).resolve() == Path(job.input).resolve()
+        same_input = os.path.realpath(summary["input"]) == os.path.realpath(job.input)
+        if os.stat(job.input).st_mtime_ns > summary_path.stat().st_mtime_ns:
+            logger.warning("%s: changed since its result in %s was made: the job runs again",
+                           job.input, job.output)  # fmt: skip
+            return False
     except (OSError, ValueError, KeyError, TypeError):
         return False
     from bpvideo.settings import option_specs

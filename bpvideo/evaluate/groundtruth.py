@@ -170,6 +170,11 @@ def load_groundtruth(path: str | Path) -> GroundTruth:
             f"ground truth {path} does not exist; pass a changedetection.net groundtruth/ "
             "folder (gt%06d.png) or one ground-truth image"
         )
+    if not path.is_file() and not path.is_dir():  # a device, a pipe: nothing to list
+        raise InputError(
+            f"ground truth {path} is neither a file nor a folder; pass a changedetection.net "
+            "groundtruth/ folder (gt%06d.png) or one ground-truth image"
+        )
     if path.is_file():
         number = _frame_number(path)
         if number is None:

@@ -188,6 +188,9 @@ def check_evaluation(
             reads.append(Access(Path(path), what))
     writes = logfile_access(logfile)
     if csv_path is not None:
+        if Path(csv_path).is_dir():  # found now, not once the scores are made
+            raise InputError(f"{csv_path}: --csv is a folder: give the path of a file "
+                             "(--csv scores.csv)")  # fmt: skip
         writes.append(Access(Path(csv_path), "--csv", "--csv"))
     check_access(reads, writes)
 

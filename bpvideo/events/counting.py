@@ -10,7 +10,7 @@ from typing import Any
 
 from bpvideo.errors import InputError
 
-__all__ = ["DIRECTIONS", "CountLine", "Counts", "parse_line"]
+__all__ = ["DIRECTIONS", "CountLine", "Counts", "check_line_meets", "parse_line"]
 
 #: The two directions of a counting line.
 DIRECTIONS = ("left_to_right", "right_to_left")
@@ -37,6 +37,35 @@ def parse_line(text: str, name: str = "count_line") -> tuple[float, float, float
         )
     (x1, y1), (x2, y2) = points
     return x1, y1, x2, y2
+
+
+def check_line_meets(text: str, line: tuple[float, float, float, float],
+                     shape: tuple[int, int], scale: float = 1.0) -> None:  # fmt: skip
+    """Refuse a counting line that misses the (H, W) frames (``line`` in their pixels,
+    ``scale`` times the input's): no object could cross it.
+
+    Raises
+    ------
+    InputError
+        Naming the line, the frame and the corners inside it, as ``roi`` does.
+    """
+    (height, width), (x1, y1, x2, y2) = shape, line
+    (dx, dy), low, high = (x2 - x1, y2 - y1), 0.0, 1.0  # Liang-Barsky: the part inside
+    for p, q in ((-dx, x1 + 0.5), (dx, width - 0.5 - x1), (-dy, y1 + 0.5),
+                 (dy, height - 0.5 - y1)):  # fmt: skip
+        if p == 0:  # parallel to this side: inside it or not at all
+            high = high if q >= 0 else -1.0
+        elif p < 0:
+            low = max(low, q / p)
+        else:
+            high = min(high, q / p)
+    if low > high:
+        w, h = round(width / scale), round(height / scale)
+        raise InputError(
+            f"{{count_line}}={text!r} misses the {w}x{h} frames (no object could cross it): "
+            f"give points inside the frame (x 0..{w - 1}, y 0..{h - 1})",
+            option=("count_line", text),
+        )
 
 
 @dataclass

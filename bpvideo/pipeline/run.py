@@ -411,8 +411,8 @@ def _warn_unobserved(video: Video, name: str) -> None:
     count = int(np.count_nonzero(never))
     if count:
         logger.warning(
-            "%s: %d pixel(s) (%.1f%%) are observed in no frame (--mask): their background "
-            "is unknown (black in the outputs) and they are never foreground",
+            "%s: %d pixel(s) (%.1f%%) are observed in no frame (--mask or --observe): their "
+            "background is unknown (black in the outputs) and they are never foreground",
             name, count, 100.0 * count / never.size,
         )  # fmt: skip
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, literal
 from bpvideo.records import Video
 from bpvideo.settings import SeparateSettings
 from bpvideo.solvers import check_problem, project_rank, project_sparse
@@ -178,6 +178,10 @@ def chunk_windows(
             yield used + chunk, len(used)
 
 
+#: The selection of every frame (:meth:`SeparateSettings.selection` by default).
+_ALL_FRAMES = {"start": 0, "frames": None, "end": None, "duration": None, "step": 1}
+
+
 def check_window(video: Video, settings: SeparateSettings, name: str, whole: bool) -> None:
     """Refuse a window the solver cannot take (too few frames for the rank...).
 
@@ -199,6 +203,13 @@ def check_window(video: Video, settings: SeparateSettings, name: str, whole: boo
             settings.tol,
         )
     except InputError as exc:
+        if whole and video.shape[1] < 2 and settings.selection() != _ALL_FRAMES:
+            raise InputError(  # the input may hold more: the selection is what to change
+                f"{literal(name)}: {video.shape[1]} frame(s) selected; robust PCA needs at "
+                "least 2: select more frames (lower {start} or {step}, raise {frames}, "
+                "{end} or {duration})",
+                option=("start", settings.start),
+            ) from None
         if whole:
             raise exc.within(name) from None
         raise exc.within(

@@ -14,6 +14,7 @@ import csv
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bpvideo.events.counting import check_line_meets
 from bpvideo.events.objects import (
     MIN_OBJECT_SECONDS,
     OBJECT_COLUMNS,
@@ -37,12 +38,17 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ObjectsSink", "count_lines"]
 
 
-def count_lines(specs: tuple[str, ...] | list[str], scale: float = 1.0) -> list[CountLine]:
+def count_lines(
+    specs: tuple[str, ...] | list[str], scale: float = 1.0, shape: tuple[int, int] | None = None
+) -> list[CountLine]:
     """The counting lines of ``--count-line`` specs, in pixels of the masks (``scale``:
-    the masks' size over the input's); named as typed."""
+    the masks' size over the input's; ``shape``: the masks' (H, W), which each line must
+    meet); named as typed."""
     lines = []
     for spec in specs:
         x1, y1, x2, y2 = parse_line(spec)
+        if shape is not None:
+            check_line_meets(spec, (x1 * scale, y1 * scale, x2 * scale, y2 * scale), shape, scale)
         lines.append(CountLine(" ".join(str(spec).split()), (x1 * scale, y1 * scale),
                                (x2 * scale, y2 * scale)))  # fmt: skip
     return lines
@@ -111,7 +117,7 @@ class ObjectsSink:
             self.fps,
             shape,
             max(1, round(MIN_OBJECT_SECONDS * self.fps)),
-            count_lines(settings.count_line, settings.scale),
+            count_lines(settings.count_line, settings.scale, shape),
             [r for r in rois if r is not None],
             None if region is None else int(region.sum()),
         )

@@ -317,6 +317,10 @@ class OutputDir:
             raise _refused(
                 p, f"{q}: output path is a file, not a directory: choose another {{output}}"
             )
+        if p.is_symlink() and not p.exists():  # mkdir would fail on it: "File exists"
+            target = literal(os.readlink(p))
+            raise _refused(p, f"{q}: is a link to {target}, which does not exist: create that "
+                           "folder or choose another {output}")  # fmt: skip
         if p.is_dir():
             self._check_results()
         ancestor = self._ancestor()

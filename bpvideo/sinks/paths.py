@@ -215,7 +215,7 @@ def plan_outputs(inputs: Sequence[str], template: str | None) -> list[str]:
     outputs = [format_output(template, path, i) for i, path in enumerate(inputs, start=1)]
     seen: dict[str, str] = {}
     for path, out in zip(inputs, outputs, strict=True):
-        key = str(Path(out).resolve())
+        key = os.path.realpath(out)  # a loop of links is named by the guard, later
         if key in seen:
             raise InputError(
                 f"{path} and {seen[key]} would both write to {out}: give -o a template such "

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from bpvideo.errors import InputError, WorkError, literal
+from bpvideo.failures import naming
 
 __all__ = ["RawMaskSink"]
 
@@ -108,10 +110,11 @@ class RawMaskSink:
             The reader of a named pipe went away.
         """
         try:
-            for mask in masks:
-                self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
-                self.count += 1
-            self._fh.flush()
+            with self._naming():
+                for mask in masks:
+                    self._fh.write(np.where(mask, np.uint8(255), np.uint8(0)).tobytes())
+                    self.count += 1
+                self._fh.flush()
         except BrokenPipeError:
             if self.to_stdout:
                 raise
@@ -123,7 +126,13 @@ class RawMaskSink:
 
     def close(self) -> None:
         """Flush (stdout) or close (file)."""
-        if self.to_stdout:
-            self._fh.flush()
-        else:
-            self._fh.close()
+        with self._naming():
+            if self.to_stdout:
+                self._fh.flush()
+            else:
+                self._fh.close()
+
+    def _naming(self) -> contextlib.AbstractContextManager[None]:
+        """An OS error of the file names it (a full disk names none): its message then
+        says which file, not OUTDIR (this one may lie elsewhere)."""
+        return contextlib.nullcontext() if self.to_stdout else naming(self.target)

@@ -18,7 +18,8 @@ import numpy as np
 
 from bpvideo.errors import BpvideoError, InputError, literal, shown
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
-from bpvideo.limits import FPS_RANGE, MAX_FRAMES, MAX_PIXELS, MAX_SIDE
+from bpvideo.failures import events_failure
+from bpvideo.limits import FPS_RANGE, MAX_NAME_NUMBER, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
@@ -160,9 +161,23 @@ def _check_summary(path: Path, summary: dict[str, Any]) -> None:
         raise damaged("fps", f"frames per second from {low:g} to {high:g}")
     numbers = summary["mask_numbers"]
     if not isinstance(numbers, list) or not all(
-        type(n) is int and 0 <= n <= MAX_FRAMES for n in numbers
+        type(n) is int and 0 <= n <= MAX_NAME_NUMBER for n in numbers
     ):
         raise damaged("mask_numbers", "a list of whole frame numbers >= 0")
+    run = summary.get("settings", {})
+    if not isinstance(run, dict):
+        raise damaged("settings", "a mapping of the run's options")
+    try:  # the run's own values, before any option given now is merged with them
+        SeparateSettings.from_mapping(_run_options(summary))
+    except InputError as exc:
+        raise InputError(f"{literal(str(path))}: \"settings\" hold a value no run writes "
+                         f"({literal(exc.message)}): the output directory is damaged; run "
+                         "bpvideo separate again") from None  # fmt: skip
+
+
+def _run_options(summary: dict[str, Any]) -> dict[str, Any]:
+    """The options of the run (summary.json's ``settings``), by their option names."""
+    return {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
 
 
 def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
@@ -359,8 +374,7 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
     if unknown:
         raise InputError(f"unknown event option(s): {', '.join(unknown)}")
-    run = {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
-    settings = SeparateSettings.from_mapping({**run, **given})
+    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
     names = (*EVENT_FILES.values(), "clips", SUMMARY)
     if summary.get("incomplete"):
         logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
@@ -377,9 +391,13 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     if still is None or still.shape[:2] != shape:
         still = None
     backdrop = np.zeros((*shape, 3), np.uint8) if still is None else still
-    staging = _staging(outdir)
-    stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
     try:
+        staging = _staging(outdir)
+    except OSError as exc:  # a read-only OUTDIR, one not ours
+        raise events_failure(outdir, exc) from exc
+    stream = None
+    try:
+        stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
         _read_all(outdir, numbers, times, stream, backdrop)
         found = [e.timed(_clock(summary)) for e in stream.finish()]
         outputs = dict(summary.get("outputs") or {})
@@ -394,8 +412,11 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
         summary["outputs"] = outputs
         write_json(staging / SUMMARY, summary)
         _swap(outdir, staging, dropped)
+    except OSError as exc:  # a full disk part-way: the earlier set stays whole
+        raise events_failure(outdir, exc, [(staging, outdir)]) from exc
     finally:
-        stream.abort()
+        if stream is not None:
+            stream.abort()
         shutil.rmtree(staging, ignore_errors=True)
     logger.info("%s: %d event(s) in %d frame(s)", outdir, len(found), stream.frames)
     return summary

@@ -177,11 +177,21 @@ Callback = Callable[[Iterate], None]
 
 
 def as_float(A: Any) -> np.ndarray:
-    """float32 and float64 stay as they are; anything else becomes float32."""
+    """float32 and float64 stay as they are; anything else becomes float32.
+
+    Raises
+    ------
+    InputError
+        Entries that are NaN or infinite (LAPACK failed on them with a LinAlgError).
+    """
     A = np.asarray(A)
-    if A.dtype in (np.float32, np.float64):
-        return A
-    return A.astype(np.float32)
+    if A.dtype not in (np.float32, np.float64):
+        A = A.astype(np.float32)
+    if not np.isfinite(A.sum()) and not np.isfinite(A).all():  # the sum: no copy
+        raise InputError("the data hold NaN or infinite entries: give finite numbers (set "
+                         "missing entries to 0 and mark them unobserved in {mask})",
+                         option=("mask", None))  # fmt: skip
+    return A
 
 
 def _bad(name: str, value: Any, rule: str) -> InputError:

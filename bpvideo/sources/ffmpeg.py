@@ -32,7 +32,6 @@ from bpvideo.sources.accounting import FfmpegLog
 from bpvideo.sources.frame_times import (
     Timestamps,
     ask_options,
-    data_end,
     passthrough_options,
     scan_packets,
 )
@@ -43,7 +42,7 @@ __all__ = [
     "Probe",
     "ReferencesError",
     "ask_early",
-    "data_end_of",
+    "data_bounds_of",
     "decode",
     "enlarge_pipe",
     "executable",
@@ -449,25 +448,26 @@ class Decoding:
         self._stop()
 
 
+def _scan(path: str | os.PathLike, references: bool) -> tuple[Any, Any, Any]:
+    """:func:`~bpvideo.sources.frame_times.scan_packets` of a file (None when unknown)."""
+    try:
+        with opened_name(path) as name:
+            url = "file:" + name
+            return scan_packets(executable(), url, input_options(references), _fd_of(url))
+    except OSError:
+        return None, None, None
+
+
 def packets_of(path: str | os.PathLike, references: bool = False) -> int | None:
-    """Packets of a file's video stream that hold a picture
-    (:func:`~bpvideo.sources.frame_times.scan_packets`; None when unknown)."""
-    try:
-        with opened_name(path) as name:
-            url = "file:" + name
-            return scan_packets(executable(), url, input_options(references), _fd_of(url))[1]
-    except OSError:
-        return None
+    """Packets of a file's video stream that hold a picture (None when unknown)."""
+    return _scan(path, references)[1]
 
 
-def data_end_of(path: str | os.PathLike, references: bool = False) -> float | None:
-    """:func:`~bpvideo.sources.frame_times.data_end` of a file (None when unknown)."""
-    try:
-        with opened_name(path) as name:
-            url = "file:" + name
-            return data_end(executable(), url, input_options(references), _fd_of(url))
-    except OSError:
-        return None
+def data_bounds_of(path: str | os.PathLike, references: bool = False) -> tuple[float, float] | None:
+    """Where a file's data start on its container's clock, and how many seconds they
+    last (:func:`~bpvideo.sources.frame_times.data_end`); None when unknown."""
+    span, _, start = _scan(path, references)
+    return None if span is None or start is None else (start, span)
 
 
 def _frames(proc: subprocess.Popen, log: FfmpegLog, size: int) -> Iterator[bytes]:

@@ -212,8 +212,8 @@ def _account(
 
 def _check_length(path: Path, info: VideoProbe, decoded: int) -> None:
     """Refuse a video whose data end well before the frame count its container announces."""
-    if _short(path, info, decoded):
-        expected = info.frame_count
+    expected = _short(path, info, decoded)
+    if expected is not None:
         raise TruncatedVideoError(
             f"{literal(path)}: only {decoded} of the {expected} frames its header announces could "
             f"be decoded (truncated or damaged after frame {decoded}): repair or re-encode it, "
@@ -240,26 +240,34 @@ def _decode_failure(
     )
 
 
-def _short(path: Path, info: VideoProbe, decoded: int) -> bool:
-    """Whether a video that gave ``decoded`` frames ends before its container says.
+def _short(path: Path, info: VideoProbe, decoded: int) -> int | None:
+    """The frame count a video that gave ``decoded`` frames falls short of, or None when
+    its data reach the length its container announces.
 
     The container announces a duration (its frame count is often duration x rate): a
     variable frame rate, or audio that outlasts the video, announces more frames than
     the video holds. Only data that end before the announced length are a truncation.
+    Matroska's Duration is the end of its last frame, from time 0: a recording whose
+    clock started long before it (ffmpeg ``-copyts`` of a stream) counts that start in
+    its length, so the frames of data that start later than they last are counted from
+    their start.
     """
     expected = info.frame_count
     if expected is None or expected - decoded <= short_read_tolerance(expected):
-        return False
-    ends = _ffmpeg.data_end_of(path, info.references)
-    announced = (expected - short_read_tolerance(expected)) / info.fps
-    if ends is not None and ends >= announced:
-        logger.info(
-            "%s: %d frames, not the %d its container announces (its frame rate varies, or "
-            "other streams last longer): every frame was read",
-            path, decoded, expected,
-        )  # fmt: skip
-        return False
-    return True
+        return None
+    bounds = _ffmpeg.data_bounds_of(path, info.references)
+    if bounds is not None:
+        start, span = bounds
+        if span < start < expected / info.fps:
+            expected = max(round(expected - start * info.fps), 1)
+        if span >= (expected - short_read_tolerance(expected)) / info.fps:
+            logger.info(
+                "%s: %d frames, not the %d its container announces (its frame rate varies, "
+                "other streams last longer, or its clock starts late): every frame was read",
+                path, decoded, info.frame_count,
+            )  # fmt: skip
+            return None
+    return expected
 
 
 def _timed(

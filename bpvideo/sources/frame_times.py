@@ -181,11 +181,11 @@ def data_end(ffmpeg: str, url: str, options: list[str], pass_fds: tuple[int, ...
 
 def scan_packets(
     ffmpeg: str, url: str, options: list[str], pass_fds: tuple[int, ...]
-) -> tuple[float | None, int | None]:
-    """Where a file's data end (:func:`data_end`) and how many packets of its video stream
-    hold a picture (more than :data:`PLACEHOLDER_BYTES`), from one pass that copies the
-    packets (``-copyts``: a clock that jumps keeps its gap). ``(None, None)`` when ffmpeg
-    cannot say.
+) -> tuple[float | None, int | None, float | None]:
+    """Where a file's data end (:func:`data_end`), how many packets of its video stream
+    hold a picture (more than :data:`PLACEHOLDER_BYTES`) and the time of its first video
+    packet on the container's clock, from one pass that copies the packets (``-copyts``:
+    a clock that jumps keeps its gap). ``(None, None, None)`` when ffmpeg cannot say.
     """
     cmd = [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "quiet", "-copyts", *options,
            "-i", url, "-map", "0:V:0", "-map", "0:a?", "-c", "copy", "-f", "framecrc",
@@ -194,7 +194,7 @@ def scan_packets(
         done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=600,
                               check=False, pass_fds=pass_fds)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
-        return None, None
+        return None, None, None
     bases: dict[int, Fraction] = {}
     first, end, pictures = None, None, 0
     for raw in done.stdout.decode("ascii", "replace").splitlines():
@@ -212,5 +212,5 @@ def scan_packets(
                 stop = (pts + duration) * bases[stream]
                 end = stop if end is None else max(end, stop)
     if first is None or end is None:
-        return None, pictures or None
-    return float(end - first), pictures
+        return None, pictures or None, None
+    return float(end - first), pictures, float(first)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from bpvideo.errors import InputError, literal
-from bpvideo.limits import DEFAULT_FPS
+from bpvideo.limits import DEFAULT_FPS, MAX_NAME_NUMBER
 from bpvideo.sources import ffmpeg as _ffmpeg
 from bpvideo.sources.folders import IMAGE_EXTENSIONS, decode_frame, scan_folder
 from bpvideo.sources.headers import image_size, video_container
@@ -106,7 +106,11 @@ def list_image_files(folder: Path) -> list[Path]:
 def _file_numbers(files: list[Path]) -> tuple[list[int], str]:
     """Frame numbers of a folder's files and their origin (``"name"`` or ``"index"``)."""
     numbers = [_natural_key(p)[1] for p in files]
-    if min(numbers, default=0) >= 0 and len(set(numbers)) == len(numbers):
+    if (
+        min(numbers, default=0) >= 0
+        and max(numbers, default=0) <= MAX_NAME_NUMBER
+        and len(set(numbers)) == len(numbers)
+    ):
         return numbers, "name"
     return list(range(len(files))), "index"
 

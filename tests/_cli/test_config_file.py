@@ -78,7 +78,7 @@ def test_every_problem_listed_with_file_and_line(run_cli, tiny_clip: Path, tmp_p
     ("text", "message"),
     [
         (None, "no such config file: check the path"),
-        ("- rank: 2\n", "must be a mapping of options (rank: 3), got a LineList"),
+        ("- rank: 2\n", "must be a mapping of options (rank: 3), got a list"),
         ("rank: [2\n", "invalid YAML"),
     ],
 )

@@ -131,6 +131,22 @@ def test_bad_parameters(kwargs: dict, match: str) -> None:
         best_pair(A, rank, sparsity, **args)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("solver", ["best_pair", "rpca_gd", "godec", "ialm"])
+def test_entries_that_are_not_finite(bad: float, solver: str) -> None:
+    """A LinAlgError from LAPACK before (``Eigenvalues did not converge``)."""
+    import bpvideo.solvers as solvers
+
+    A = np.ones((20, 10))
+    A[3, 4] = bad
+    with pytest.raises(InputError, match="NaN or infinite entries: give finite numbers"):
+        if solver == "best_pair":
+            best_pair(A, 2, 0.1)
+        else:
+            args = {} if solver == "ialm" else {"rank": 2, "sparsity": 0.1}
+            getattr(solvers, solver)(A, **args)
+
+
 def test_bad_mask() -> None:
     A = np.ones((20, 10))
     with pytest.raises(InputError, match="shape"):

@@ -37,11 +37,12 @@ def test_without_frame_times_a_video_is_timed_by_its_rate(tmp_path: Path, monkey
 
 
 def test_data_end_counts_every_stream(tmp_path: Path) -> None:
-    from bpvideo.sources.ffmpeg import data_end_of
+    from bpvideo.sources.ffmpeg import data_bounds_of
 
     clip = tmp_path / "clip.mkv"
     write_video(clip, make_scene(32, 24, 10, seed=3).frames, 10.0, lossless=True)
-    assert data_end_of(clip) == pytest.approx(1.0, abs=0.01)
+    start, span = data_bounds_of(clip)
+    assert start == pytest.approx(0.0, abs=1e-9) and span == pytest.approx(1.0, abs=0.01)
 
 
 def test_a_clock_jump_is_kept_in_the_times(tmp_path: Path, caplog) -> None:

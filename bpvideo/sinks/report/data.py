@@ -11,7 +11,7 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from bpvideo._version import __version__
 from bpvideo.events import Event
+from bpvideo.times import WallClock
 
 __all__ = [
     "MAX_OBJECT_ROWS",
@@ -127,8 +128,8 @@ def clock(seconds: float, start: datetime | None, step: float = 1.0) -> str:
     >>> clock(90, datetime(2026, 5, 1, 14, 0, 0))
     '14:01:30'
     """
-    if start is not None:
-        moment = start + timedelta(seconds=float(seconds))
+    moment = WallClock(start).moment(seconds)  # None past the years a datetime holds
+    if moment is not None:
         if step < 1:
             return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 100000}"
         return moment.strftime("%H:%M" if step >= 60 and step % 60 == 0 else "%H:%M:%S")
