@@ -12,8 +12,6 @@ a pixel (docs/method.md, "Faint objects").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import cv2
 import numpy as np
 
@@ -91,9 +89,7 @@ POOL_FRAMES = 12
 _BAND_VALUES = 1 << 20
 
 
-def pooled_limits(
-    sigma: np.ndarray, sensor: float, box_means: Iterable[np.ndarray]
-) -> np.ndarray | None:
+def pooled_limits(sigma: np.ndarray, sensor: float, box_means: np.ndarray) -> np.ndarray | None:
     """The thresholds of the pooled test: on ``|b - centre|``, ``b`` the mean of the signed
     ``A - L`` over a :data:`POOL_BOX` box and ``centre`` its median over the window's
     ``box_means`` (objects that passed leave a trace in ``L``), :data:`POOL_K` times each
@@ -115,7 +111,7 @@ def pooled_limits(
         Each pixel's noise (:attr:`MaskModel.sigma`).
     sensor : float
         The camera's noise (:func:`temporal_noise`).
-    box_means : iterable of (H, W) ndarray
+    box_means : (k, H, W) float32 ndarray
         Box means of the signed ``A - L`` of some sampled frames (pixels beyond the
         global threshold left out of them).
 
@@ -127,10 +123,9 @@ def pooled_limits(
     """
     if not POOLED:
         return None
-    means = list(box_means)
-    if not means:
+    stack = box_means
+    if not len(stack):
         return None
-    stack = np.stack(means)
     # the quiet part's noise: the camera's, or (integer frames round a low noise up in
     # each pixel's median) the lower quartile of the pixels' own
     quiet = sigma <= POOL_QUIET * max(sensor, float(np.quantile(sigma, 0.25)))

@@ -169,13 +169,13 @@ def test_pooled_test_stays_off_where_the_residual_is_correlated_across_pixels() 
     sigma = np.full((64, 64), 4.0, np.float32)
     calm = np.zeros((64, 64), dtype=bool)
 
-    def boxes(blocky: bool) -> list[np.ndarray]:
+    def boxes(blocky: bool) -> np.ndarray:
         out = []
         for _ in range(12):
             n = rng.normal(0, 4, (8, 8) if blocky else (64, 64))
             n = np.kron(n, np.ones((8, 8))) if blocky else n
             out.append(box_mean(n.astype(np.float32), calm))
-        return out
+        return np.stack(out)
 
     independent = pooled_limits(sigma, 4.0, boxes(False))
     assert independent is not None and np.isfinite(independent[0]).all()
