@@ -277,16 +277,16 @@ def _open(
     live: bool,
 ) -> tuple[FrameSource, LiveReader | None]:  # fmt: skip
     """The job's source (and a live source's reading thread)."""
-    if live:
+    raw = {"size": parse_size(settings.size) if settings.size else None,
+           "pix_fmt": settings.pix_fmt, "fps": settings.fps}  # fmt: skip
+    if live:  # stdin is read as a pipe is, with the same options
         return open_live(input, scale=settings.scale, reconnect=settings.reconnect, stop=stop,
-                         stdin=stdin)  # fmt: skip
+                         stdin=stdin, raw=raw)  # fmt: skip
     source = open_source(
         input,
         **settings.selection(),
         scale=settings.scale,
-        fps=settings.fps,
-        size=parse_size(settings.size) if settings.size else None,
-        pix_fmt=settings.pix_fmt,
+        **raw,
         stdin=stdin,
         allow_partial=settings.allow_partial,
         allow_references=settings.allow_references,

@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
-from bpvideo.errors import InputError, literal
+from bpvideo.errors import BpvideoError, InputError, literal
 from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
+from bpvideo.settings.names import cli_flags
 from bpvideo.sources import ffmpeg as _ffmpeg
+from bpvideo.sources.accounting import failure
 from bpvideo.sources.clock import ArrivalClock
 from bpvideo.sources.pipes import Y4M_MAGIC, open_pipe, parse_y4m_header, y4m_frames
 from bpvideo.sources.stream import FrameSource, frame_size, resize_frame
@@ -225,10 +227,9 @@ def _connect(name: str, size: tuple[int, int] | None) -> _Connection:
     line = proc.stdout.readline(MAX_HEADER_LINE)
     if not line.startswith(Y4M_MAGIC):
         proc.kill()
-        err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+        err = proc.stderr.read().decode("utf-8", "replace").splitlines()
         proc.wait()
-        why = err[-1] if err else "no video stream"
-        raise OSError(why.replace(name, redact(name)))
+        raise OSError(failure(err, "no video stream").replace(name, redact(name)))
     header = parse_y4m_header(line, redact(name))
     frames = y4m_frames(proc.stdout, header, redact(name))
     fps = header.fps if header.fps == header.fps and header.fps > 0 else DEFAULT_FPS
@@ -249,6 +250,9 @@ class LiveReader:
         Set to end the frames (a signal asked the run to stop).
     stream : binary file, optional
         stdin (``name == "-"``): read until it ends, never reconnected.
+    raw : dict, optional
+        How ``stream`` is read, as :func:`~bpvideo.sources.pipes.open_pipe` takes it
+        (``size``, ``pix_fmt`` of raw frames; ``fps``).
     """
 
     def __init__(
@@ -258,6 +262,7 @@ class LiveReader:
         reconnect: float = 30.0,
         stop: threading.Event | None = None,
         stream: BinaryIO | None = None,
+        raw: dict | None = None,
     ) -> None:
         self.name = name
         self.shown = redact(name)
@@ -270,7 +275,7 @@ class LiveReader:
         self.error: BaseException | None = None
         self._connection: _Connection | None = None
         if stream is not None:
-            frames, w, h, fps = open_pipe(stream, name="stdin")
+            frames, w, h, fps = open_pipe(stream, name="stdin", **(raw or {}))
             self.width, self.height, self.fps = w, h, float(fps)
             self._first: Iterator[tuple[int, np.ndarray]] = frames
             self.reconnect = 0.0
@@ -322,17 +327,24 @@ class LiveReader:
             self._put(None)
 
     def _pump(self, frames: Iterator[tuple[int, np.ndarray]]) -> int:
-        """Queue the frames of one connection until it ends; how many there were."""
+        """Queue the frames of one connection until it ends; how many there were (an
+        error of a stream never reconnected, before its first frame, is raised)."""
         count = 0
         try:
             for _, frame in frames:
                 if self.stop.is_set() or not self._put((frame, time.monotonic())):
                     break
                 count += 1
-        except (OSError, ValueError) as exc:  # cut inside a frame: a drop
-            logger.debug("%s: %s", self.shown, exc)
-        except Exception as exc:  # the y4m reader's WorkError of a truncated frame
-            logger.debug("%s: %s", self.shown, exc)
+        except Exception as exc:  # cut inside a frame (OSError, the readers' WorkError)
+            if self.reconnect > 0 or self.stop.is_set():  # a drop, said when reconnecting
+                logger.debug("%s: %s", self.shown, exc)
+            elif isinstance(exc, BpvideoError) and count == 0:
+                raise
+            else:  # the end of stdin: the frames read are kept, the cut is said
+                said = (exc.render(cli_flags()) if isinstance(exc, BpvideoError)
+                        else f"{self.shown}: {exc}")  # fmt: skip
+                logger.warning("%s; the stream ends there: the %d frame(s) before it are "
+                               "kept", said, count)  # fmt: skip
         return count
 
     def _put(self, item: tuple[np.ndarray, float] | None) -> bool:
@@ -444,8 +456,11 @@ def open_live(
     reconnect: float = 30.0,
     stop: threading.Event | None = None,
     stdin: BinaryIO | None = None,
+    raw: dict | None = None,
 ) -> tuple[FrameSource, LiveReader]:
-    """Open a live source: a URL, a capture device, or stdin (``"-"``).
+    """Open a live source: a URL, a capture device, or stdin (``"-"``; read as ``raw``
+    says, as :func:`~bpvideo.sources.pipes.open_pipe` reads a pipe: raw frames of
+    ``size`` and ``pix_fmt``, else y4m or a container; ``fps``).
 
     Returns
     -------
@@ -462,8 +477,8 @@ def open_live(
     if name == "-":
         import sys
 
-        reader = LiveReader("-", stop=stop, stream=stdin if stdin is not None else
-                            sys.stdin.buffer)  # fmt: skip
+        reader = LiveReader("-", stop=stop, raw=raw,
+                            stream=stdin if stdin is not None else sys.stdin.buffer)  # fmt: skip
     else:
         reader = LiveReader(name, reconnect=reconnect, stop=stop)
     shown = "stdin" if name == "-" else redact(name)

@@ -229,6 +229,50 @@ def _live_stdin(data: bytes, *args: str | Path) -> subprocess.CompletedProcess:
                           check=False)  # fmt: skip
 
 
+def test_live_stdin_reads_raw_frames_of_the_given_size(tmp_path):
+    """``--live`` reads raw frames of ``--size``/``--pix-fmt`` on stdin as ``-`` does (they
+    were decoded as a container and refused with "give --size", which was given). A stream
+    cut inside a frame keeps the frames before it and says so (it said nothing); cut
+    inside the first frame, it is the error of the run."""
+    frames, truth = street_frames(n=30)
+    gray = frames.mean(axis=3).astype(np.uint8).tobytes()
+    raw = ["--size", "96x72", "--pix-fmt", "gray", "--fps", "10", "--no-video"]
+    done = _live_stdin(gray + bytes(100), "-o", tmp_path / "out", "--learn", "0:20", *raw)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    summary = _summary(tmp_path / "out")
+    assert (summary["frames"], summary["fps"]) == (30, 10.0)
+    assert f_measure(read_masks(tmp_path / "out" / "masks") > 0, truth) > 0.8
+    assert "stdin: stream ended inside frame 30 (100 of 6912 bytes" in err
+    assert "the 30 frame(s) before it are kept" in err
+    done = _live_stdin(bytes(100), "-o", tmp_path / "cut", *raw)
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert err.startswith("bpvideo: error: stdin: stream ended inside frame 0") and "--size" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "cut").exists()
+
+
+def test_a_stream_without_video_is_said_so(tmp_path):
+    """An audio-only stream: "it has no video stream" (it said "Error opening output
+    files: Invalid argument", ffmpeg's last line)."""
+    import imageio_ffmpeg
+
+    audio = tmp_path / "audio.mka"
+    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-f", "lavfi", "-i",
+                    "sine=d=10", "-c:a", "mp2", audio], check=True)  # fmt: skip
+    port = free_port()
+    server = serve(audio, port)
+    try:
+        done = _separate(url(port), "-o", tmp_path / "out", "--reconnect", "0.1")
+    finally:
+        _stop(server)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert len(err.splitlines()) == 1
+    assert f"{url(port)}: cannot open the stream (it has no video stream)" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_masks_to_reader_that_dies_is_told_with_what_was_kept(tmp_path):
     """The reader of the --masks-to FIFO stops after 60 masks: the segments closed before
     are complete and kept, and the message says so (it said "nothing was kept")."""
