@@ -356,7 +356,7 @@ def _results(
     if settings.segment is None:
         return make(Path(out_path))
     span = parse_time(settings.segment, "segment").to_frames(source.fps)
-    return SegmentSink(Path(out_path), span, make, time.time(), source.fps)
+    return SegmentSink(Path(out_path), span, make, source.clock.arrived)  # ArrivalClock
 
 
 def _beside(job: Job, live: bool, results: ResultFolder | SegmentSink) -> list[Sink]:

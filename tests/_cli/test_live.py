@@ -103,7 +103,8 @@ def test_dropped_stream_is_reconnected(street, tmp_path):
     port = free_port()
     first = serve(clip, port)
     proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", url(port), "-o",
-                             tmp_path / "out", "--reconnect", "8", "--learn", "0:50"],
+                             tmp_path / "out", "--reconnect", "8", "--learn", "0:50",
+                             "--segment", "4s"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=process_env())  # fmt: skip
     try:
@@ -120,16 +121,25 @@ def test_dropped_stream_is_reconnected(street, tmp_path):
     log = err.decode()
     assert "the stream dropped after 150 frame(s)" in log
     assert "reconnected after a gap of" in log
-    summary = _summary(tmp_path / "out")
-    assert summary["frames"] == 300  # both connections, numbered on
-    assert len(list((tmp_path / "out" / "masks").glob("bin*.png"))) == 300
+    segments = sorted((tmp_path / "out").iterdir())
+    summaries = [_summary(folder) for folder in segments]
+    assert [s["frames"] for s in summaries] == [100, 100, 100]  # both connections, numbered on
+    assert sum(len(list((f / "masks").glob("bin*.png"))) for f in segments) == 300
     # The arrival clock: the gap (a second at least with no server) is a gap in the
     # times, no frame or time made up for it; before and after it, real time.
-    times = np.array(summary["times"])
+    times = np.concatenate([s["times"] for s in summaries])
     steps = np.diff(times)
-    assert summary["start_time_source"] == "arrival" and (steps >= 0).all()
+    assert summaries[0]["start_time_source"] == "arrival" and (steps >= 0).all()
     assert steps[149] > 0.9
     assert times[149] > 4.0 and times[299] - times[150] > 4.0  # 6 s of frames sent each
+    # Each segment is named after its first frame's arrival, the gap included (it was
+    # named after the frames counted at the stream's rate: a second early or more).
+    for folder, summary in zip(segments, summaries, strict=True):
+        began = dt.datetime.fromisoformat(summary["start_time"]).timestamp() + summary["times"][0]
+        names = {
+            time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(began + d)) for d in (-1e-3, 1e-3)
+        }
+        assert folder.name in names  # start_time is written to the millisecond
 
 
 def test_segments_roll_over_each_complete_and_masks_stream(street, tmp_path):
