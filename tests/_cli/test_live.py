@@ -205,6 +205,70 @@ def test_a_signal_closes_the_segment_as_a_complete_result(street, tmp_path, sign
     assert not list((tmp_path / "out").glob(f"*/{STAGING_PREFIX}*"))
 
 
+def test_a_signal_while_the_stream_opens_stops_at_once(tmp_path):
+    """SIGINT while the first connection waits for a camera that accepted and sends
+    nothing: the run stops at once as any run stopped before its outputs (one line, exit
+    130, no ffmpeg left). It waited out the read timeout (5 s), then said "cannot open the
+    stream" and exit 2, as if the camera had failed."""
+    import psutil
+
+    with __import__("socket").socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        target = url(listener.getsockname()[1])
+        proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", target, "-o",
+                                 tmp_path / "out"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=process_env(),
+                                preexec_fn=default_signals)  # fmt: skip
+        try:
+            connection, _ = listener.accept()  # its ffmpeg connected: the stream is opening
+            with connection:
+                connection.recv(4096)  # the request: ffmpeg now waits for the answer
+                children = psutil.Process(proc.pid).children(recursive=True)
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err.decode()
+    said = err.decode().strip()  # after a newline, as every interrupted run (a ^C line)
+    assert said.startswith("bpvideo: interrupted: no output was kept")
+    assert len(said.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    _, alive = psutil.wait_procs(children, timeout=30)  # a hang guard: they are gone at once
+    assert not alive
+
+
+def test_a_signal_while_stdin_stays_open_exits_cleanly(tmp_path):
+    """Live stdin still open (its writer sends no more) when SIGINT stops the run: the
+    outputs are complete and the exit is 0. The reading thread held sys.stdin's lock in a
+    read at exit: "Fatal Python error: _enter_buffered_busy", SIGABRT."""
+    import os
+
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", "-", "--live", "-o",
+                             tmp_path / "out", "--learn", "0:40", "--no-video"],
+                            stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=process_env(), preexec_fn=default_signals)  # fmt: skip
+    os.close(read_end)
+    try:
+        os.write(write_end, _y4m(tmp_path / "c.mkv", n=60))
+        for line in proc.stderr:  # the frames sent are being masked: the process says so
+            if b"learned the background" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        os.close(write_end)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()
+    assert "Fatal Python error" not in err.decode()
+    frames = _summary(tmp_path / "out")["frames"]  # those queued at the stop are dropped
+    assert 40 <= frames <= 60
+    assert len(list((tmp_path / "out" / "masks").glob("bin*.png"))) == frames
+
+
 def test_live_stdin(tmp_path):
     frames, truth = street_frames(n=80)
     clip = write_clip(tmp_path / "c.mkv", frames)
