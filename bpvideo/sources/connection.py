@@ -95,6 +95,8 @@ def command(name: str, size: tuple[int, int] | None) -> list[str]:
         scheme = name.split(":", 1)[0].lower()
         cmd += ["-protocol_whitelist", URL_SCHEMES[scheme], *LOW_LATENCY]
         cmd += ["-rw_timeout", str(int(READ_TIMEOUT * 1e6))]
+        if scheme == "udp":  # rw_timeout never ends a wait on UDP: its own option does
+            cmd += ["-timeout", str(int(READ_TIMEOUT * 1e6))]
         if scheme.startswith("rtsp"):
             cmd += ["-rtsp_flags", "prefer_tcp"]
     else:  # a capture device
