@@ -95,8 +95,10 @@ def command(name: str, size: tuple[int, int] | None) -> list[str]:
         scheme = name.split(":", 1)[0].lower()
         cmd += ["-protocol_whitelist", URL_SCHEMES[scheme], *LOW_LATENCY]
         cmd += ["-rw_timeout", str(int(READ_TIMEOUT * 1e6))]
-        if scheme == "udp":  # rw_timeout never ends a wait on UDP: its own option does
-            cmd += ["-timeout", str(int(READ_TIMEOUT * 1e6))]
+        # rw_timeout never ends a wait on UDP, nor an SRT listener's for its caller
+        extra = {"udp": "-timeout", "srt": "-listen_timeout"}.get(scheme)
+        if extra is not None:
+            cmd += [extra, str(int(READ_TIMEOUT * 1e6))]
         if scheme.startswith("rtsp"):
             cmd += ["-rtsp_flags", "prefer_tcp"]
     else:  # a capture device

@@ -427,11 +427,13 @@ def test_live_options_refused_for_files(tiny_clip, tmp_path):
     assert "--live reads stdin" in done.stderr.decode()
 
 
-@pytest.mark.parametrize("scheme", ["http", "udp"])
-def test_unreachable_url_is_one_line(tmp_path, scheme):
-    """Nothing there: one line, exit 2. On UDP (nothing refuses a datagram) the read
-    timeout says so; ffmpeg's rw_timeout never ended that wait: the run hung."""
-    target = url(free_port()) if scheme == "http" else f"udp://127.0.0.1:{free_port()}"
+@pytest.mark.parametrize("target", ["http://127.0.0.1:{port}/x.ts", "udp://127.0.0.1:{port}",
+                                    "srt://127.0.0.1:{port}?mode=listener"])  # fmt: skip
+def test_unreachable_url_is_one_line(tmp_path, target):
+    """Nothing there: one line, exit 2. On UDP (nothing refuses a datagram) and for an SRT
+    listener that no camera calls, the read timeout says so; ffmpeg's rw_timeout never
+    ended those waits: the run hung."""
+    target = target.format(port=free_port())
     done = _separate(target, "-o", tmp_path / "out", "--reconnect", "0.5")
     assert done.returncode == 2
     err = done.stderr.decode().strip().splitlines()
