@@ -392,8 +392,12 @@ def open_live(
 
         # A reader of its own: the thread may be still waiting for a byte when the process
         # exits, holding its lock (sys.stdin's, needed at exit: "Fatal Python error").
-        own = io.BufferedReader(io.FileIO(sys.stdin.fileno(), "rb", closefd=False))
-        reader = LiveReader("-", stop=stop, raw=raw, stream=own if stdin is None else stdin)
+        if stdin is None:
+            try:
+                stdin = io.BufferedReader(io.FileIO(sys.stdin.fileno(), "rb", closefd=False))
+            except (AttributeError, OSError, ValueError):  # a stdin without a descriptor
+                stdin = sys.stdin.buffer
+        reader = LiveReader("-", stop=stop, raw=raw, stream=stdin)
     else:
         reader = LiveReader(name, reconnect=reconnect, stop=stop)
     shown = "stdin" if name == "-" else redact(name)

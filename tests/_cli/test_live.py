@@ -347,6 +347,22 @@ def test_a_stream_without_video_is_said_so(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_events_to_pipe_without_a_reader_is_refused(tmp_path):
+    """--events-to a named pipe that no program reads: refused in one line, as --masks-to
+    is (its open waited for a reader for ever, deaf to Ctrl-C, OUTDIR held)."""
+    import os
+
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    done = _live_stdin(_y4m(tmp_path / "c.mkv", n=30), "-o", tmp_path / "out", "--learn",
+                       "0:20", "--no-video", "--events-to", fifo)  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert err.startswith(f"bpvideo: error: {fifo}: no program reads this pipe (--events-to)")
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
 def test_a_masks_to_reader_that_dies_is_told_with_what_was_kept(tmp_path):
     """The reader of the --masks-to FIFO stops after 60 masks: the segments closed before
     are complete and kept, and the message says so (it said "nothing was kept")."""
