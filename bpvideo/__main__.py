@@ -21,14 +21,21 @@ def main() -> int:
       the job runs BLAS on one thread anyway (``threadpool_limits``), and the workers of
       the two OpenBLAS libraries (numpy's, OpenCV's) would spin ~0.1 s each on that
       second core after loading.
+
+    Ctrl-C while the library loads (before the command line handles signals) stops it as
+    at any later moment: one line, exit 130, no traceback.
     """
-    if sys.argv[1:2] == ["separate"]:
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-        from bpvideo.sources.ffmpeg import ask_early
+    try:
+        if sys.argv[1:2] == ["separate"]:
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+            from bpvideo.sources.ffmpeg import ask_early
 
-        ask_early()
-    from bpvideo._cli import main as command_line
-
+            ask_early()
+        from bpvideo._cli import main as command_line
+    except KeyboardInterrupt:  # Ctrl-C while the library loads: nothing was started yet
+        sys.stderr.write("bpvideo: interrupted: no output was kept (outputs appear only when "
+                         "complete); run the command again\n")  # fmt: skip
+        return 130
     return command_line()
 
 

@@ -16,11 +16,9 @@ source.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -65,7 +63,14 @@ from bpvideo.sinks.segments import MaskStreamSink, SegmentSink
 from bpvideo.solvers._common import Callback
 from bpvideo.sources.clock import input_clock
 from bpvideo.sources.files import FrameSource, check_input_name, open_source
-from bpvideo.sources.live import LiveReader, check_live_options, is_live, open_live
+from bpvideo.sources.live import (
+    LiveReader,
+    check_live_options,
+    is_live,
+    open_live,
+    signalled,
+    signals_stop,
+)
 from bpvideo.sources.regions import region_mask
 
 __all__ = ["Outcome", "output_path", "separate_file", "separate_live"]
@@ -211,28 +216,35 @@ def run_job(
     # One BLAS thread throughout: the products outside the solver are thin (r + 2
     # columns), and idle OpenBLAS threads spin for a while after each call, taking a
     # core from the ffmpeg encoders (measured: 1.1 s of CPU on a 300-frame clip).
-    with _signals_stop(stop, live) as received, threadpool_limits(limits=1, user_api="blas"):
-        source, reader = _open(input, settings, stdin, stop, live)
+    with signals_stop(stop, live) as received, threadpool_limits(limits=1, user_api="blas"):
+        reader = None
         try:
-            if settings.groundtruth is not None:  # checked before the work, used after it
-                check_groundtruth(settings.groundtruth, source.width, source.height)
-            plan = plan_run(source, settings)
-            once = settings.learn is not None or settings.learn_from is not None
-            tracker = None if live else track(progress, source, None if once else plan)
-            if tracker is not None:
-                callback = tracker.solver_callback(callback)
-            job = Job(source, settings, plan, clock, callback, tracker)
-            learned = None if live else _learned(input, settings, callback, clock)
-            blocks, solved = _blocks(job, input, reader, learned)
-            results = _results(out_path, job, solved, live)
-            if isinstance(results, ResultFolder) and not settings.no_video:
-                job.early = results.early  # its background video starts with the window
-            reopen = lambda: _open(input, settings, None, stop, False)[0]  # noqa: E731
-            checkpoint, blocks = with_checkpoint(job, input, out_path, live, blocks, reopen)
-            _drain(job, out_path, blocks, [results, *_beside(job, live, results)], checkpoint,
-                   reopen)  # fmt: skip
-        finally:
-            source.close()
+            source, reader = _open(input, settings, stdin, stop, live)
+            try:
+                if settings.groundtruth is not None:  # checked before the work, used after it
+                    check_groundtruth(settings.groundtruth, source.width, source.height)
+                plan = plan_run(source, settings)
+                once = settings.learn is not None or settings.learn_from is not None
+                tracker = None if live else track(progress, source, None if once else plan)
+                if tracker is not None:
+                    callback = tracker.solver_callback(callback)
+                job = Job(source, settings, plan, clock, callback, tracker)
+                learned = None if live else _learned(input, settings, callback, clock)
+                blocks, solved = _blocks(job, input, reader, learned)
+                results = _results(out_path, job, solved, live)
+                if isinstance(results, ResultFolder) and not settings.no_video:
+                    job.early = results.early  # its background video starts with the window
+                reopen = lambda: _open(input, settings, None, stop, False)[0]  # noqa: E731
+                checkpoint, blocks = with_checkpoint(job, input, out_path, live, blocks, reopen)
+                _drain(job, out_path, blocks, [results, *_beside(job, live, results)], checkpoint,
+                       reopen)  # fmt: skip
+            finally:
+                source.close()
+        except BpvideoError:
+            stopped = signalled(received, reader)
+            if stopped is not None:  # the signal is why: the stop of a run, as a file's
+                raise stopped from None
+            raise
     outcome = _outcome(results)
     if received:
         logger.warning("stopped by signal %d: the outputs of the frames read are complete",
@@ -277,16 +289,16 @@ def _open(
     live: bool,
 ) -> tuple[FrameSource, LiveReader | None]:  # fmt: skip
     """The job's source (and a live source's reading thread)."""
-    if live:
+    raw = {"size": parse_size(settings.size) if settings.size else None,
+           "pix_fmt": settings.pix_fmt, "fps": settings.fps}  # fmt: skip
+    if live:  # stdin is read as a pipe is, with the same options
         return open_live(input, scale=settings.scale, reconnect=settings.reconnect, stop=stop,
-                         stdin=stdin)  # fmt: skip
+                         stdin=stdin, raw=raw)  # fmt: skip
     source = open_source(
         input,
         **settings.selection(),
         scale=settings.scale,
-        fps=settings.fps,
-        size=parse_size(settings.size) if settings.size else None,
-        pix_fmt=settings.pix_fmt,
+        **raw,
         stdin=stdin,
         allow_partial=settings.allow_partial,
         allow_references=settings.allow_references,
@@ -356,7 +368,7 @@ def _results(
     if settings.segment is None:
         return make(Path(out_path))
     span = parse_time(settings.segment, "segment").to_frames(source.fps)
-    return SegmentSink(Path(out_path), span, make, time.time(), source.fps)
+    return SegmentSink(Path(out_path), span, make, source.clock.arrived)  # ArrivalClock
 
 
 def _beside(job: Job, live: bool, results: ResultFolder | SegmentSink) -> list[Sink]:
@@ -409,28 +421,6 @@ def _outcome(results: ResultFolder | SegmentSink) -> Outcome:
     if isinstance(results, SegmentSink):
         return Outcome(results.closed, results.last_report)
     return Outcome([results.path] if results.report is not None else [], results.report)
-
-
-@contextlib.contextmanager
-def _signals_stop(stop: threading.Event, live: bool) -> Iterator[list[int]]:
-    """On a live stream, SIGINT and SIGTERM set ``stop`` (the stream ends, the outputs
-    are finished) instead of raising; the signals received are listed. Only the main
-    thread can do this; a file's run is stopped by them as any command is."""
-    received: list[int] = []
-    if not live or threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        received.append(signum)
-        stop.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
 
 
 def _learned(

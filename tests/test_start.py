@@ -64,3 +64,25 @@ def test_separate_asks_ffmpeg_before_the_library_loads(tiny_clip: Path, tmp_path
 def test_other_commands_ask_nothing_and_a_blas_setting_is_kept() -> None:
     assert _child(COMMAND, "--version")[-1] == "[] None 0"
     assert _child(COMMAND, "separate", "--help", OPENBLAS_NUM_THREADS="2")[-1] == "[[]] 2 0"
+
+
+def test_ctrl_c_while_the_library_loads_is_one_line() -> None:
+    """SIGINT while ``python -m bpvideo`` imports the library (before the command line
+    handles signals) was a KeyboardInterrupt traceback: one line and exit 130, as later."""
+    code = (
+        "import sys\n"
+        "class Interrupt:\n"  # the import of the command line is where Ctrl-C lands
+        "    def find_spec(self, name, *args):\n"
+        "        if name == 'bpvideo._cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from bpvideo.__main__ import main\n"
+        "sys.argv = ['bpvideo', 'separate', 'x.mp4']\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=300,
+                          check=False, cwd=REPO)  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.startswith("bpvideo: interrupted: no output was kept")
+    assert len(done.stderr.splitlines()) == 1

@@ -35,6 +35,7 @@ from bpvideo.events import Event, frame_rows, timecode
 from bpvideo.events.online import OnlineEvents
 from bpvideo.records import Block
 from bpvideo.sinks.objects import ObjectsSink
+from bpvideo.sinks.raw import open_target
 from bpvideo.sinks.table import tracks_objects
 from bpvideo.times import WallClock
 
@@ -105,7 +106,11 @@ class LiveEventSink:
 
     def open(self) -> None:
         """Open the target (stdout is used as it is)."""
-        self._fh = sys.stdout if self.target == "-" else open(self.target, "w")
+        self._fh = (
+            sys.stdout
+            if self.target == "-"
+            else open_target(self.target, "events_to", "the events", "jq . < PIPE", "w")
+        )
         if self.shared is not None:
             self.objects = self.shared()
             if self.objects is not None:

@@ -16,12 +16,19 @@ import numpy as np
 from bpvideo.errors import InputError, WorkError, literal
 from bpvideo.failures import naming
 
-__all__ = ["RawMaskSink"]
+__all__ = ["RawMaskSink", "open_target"]
 
 
-def _open_raw(target: str) -> Any:
-    """``target`` opened for writing; a named pipe without a reader is refused at once
-    (a plain open would wait for one for ever)."""
+def open_target(target: str, option: str, what: str, example: str, mode: str = "wb") -> Any:
+    """``target`` (a file or a named pipe given as ``option``, where ``what`` is written)
+    opened for writing; a named pipe without a reader is refused at once (a plain open
+    would wait for one for ever, deaf to a stop), naming ``example`` of a reader.
+
+    Raises
+    ------
+    InputError
+        No reader of the pipe, or the file cannot be opened.
+    """
     try:
         if stat.S_ISFIFO(os.stat(target).st_mode):
             try:
@@ -30,27 +37,30 @@ def _open_raw(target: str) -> Any:
                 if exc.errno != errno.ENXIO:
                     raise
                 raise InputError(
-                    f"{literal(target)}: no program reads this pipe ({{masks_to}}): start the "
-                    "reader first (e.g. ffmpeg -f rawvideo ... -i PIPE), then bpvideo",
-                    option=("masks_to", target),
+                    f"{literal(target)}: no program reads this pipe ({{{option}}}): start the "
+                    f"reader first (e.g. {literal(example)}), then bpvideo",
+                    option=(option, target),
                 ) from None
             os.set_blocking(fd, True)
-            return os.fdopen(fd, "wb")
+            return os.fdopen(fd, mode)
     except FileNotFoundError:
         pass  # a new file
     except OSError as exc:
-        raise _raw_refused(target, exc) from None
+        raise _refused(target, exc, option, what) from None
     try:
-        return open(target, "wb")
+        return open(target, mode)
     except OSError as exc:
-        raise _raw_refused(target, exc) from None
+        raise _refused(target, exc, option, what) from None
 
 
-def _raw_refused(target: str, exc: OSError) -> InputError:
+def _open_raw(target: str) -> Any:
+    return open_target(target, "masks_to", "the raw masks", "ffmpeg -f rawvideo ... -i PIPE")
+
+
+def _refused(target: str, exc: OSError, option: str, what: str) -> InputError:
     return InputError(
-        f"{literal(target)}: cannot write the raw masks ({exc.strerror}): choose another "
-        "{masks_to}",
-        option=("masks_to", target),
+        f"{literal(target)}: cannot write {what} ({exc.strerror}): choose another {{{option}}}",
+        option=(option, target),
     )
 
 

@@ -62,10 +62,10 @@ class SegmentSink:
         Frames of stream per segment (``--segment`` at the stream's rate).
     make : callable
         ``make(path)``: the :class:`~bpvideo.sinks.result.ResultFolder` of one segment.
-    started : float
-        Wall-clock time (seconds since the epoch) of the stream's first frame.
-    fps : float
-        The stream's rate (the start time of each segment is counted in stream time).
+    arrived : callable
+        ``arrived(number)``: when the frame of that number arrived, in seconds since the
+        epoch (a segment is named after its first frame's: after a reconnection's gap,
+        the time it really began, not the frames counted at the stream's rate).
     """
 
     def __init__(
@@ -73,14 +73,12 @@ class SegmentSink:
         root: Path,
         span: int,
         make: Callable[[Path], ResultFolder],
-        started: float,
-        fps: float,
+        arrived: Callable[[int], float],
     ) -> None:
         self.root = Path(root)
         self.span = max(1, span)
         self.make = make
-        self.started = started
-        self.fps = fps
+        self.arrived = arrived
         self.current: ResultFolder | None = None
         self.in_current = 0
         self.frames = 0
@@ -117,7 +115,7 @@ class SegmentSink:
     def write(self, block: Block) -> None:
         while len(block):
             if self.current is None:
-                name = segment_name(self.started + self.frames / self.fps, self.root)
+                name = segment_name(self.arrived(block.numbers[0]), self.root)
                 self.current = self.make(self.root / name)
                 self.current.open()
                 self.in_current = 0

@@ -5,7 +5,8 @@
 - :mod:`~bpvideo.sources.files`: video files and folders of frames
   (:func:`~bpvideo.sources.files.open_source`), :mod:`~bpvideo.sources.pipes`: stdin,
   :mod:`~bpvideo.sources.arrays`: frames in memory, :mod:`~bpvideo.sources.live`: URLs,
-  capture devices and stdin read live (a reading thread, reconnection);
+  capture devices and stdin read live (a reading thread, reconnection; one connection:
+  :mod:`~bpvideo.sources.connection`);
 - :mod:`~bpvideo.sources.probe`, :mod:`~bpvideo.sources.headers`,
   :mod:`~bpvideo.sources.folders`, :mod:`~bpvideo.sources.frame_times`,
   :mod:`~bpvideo.sources.ffmpeg`: what a source is before it is read, the decoder;

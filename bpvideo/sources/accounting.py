@@ -14,7 +14,8 @@ A reader passes frames through as the input holds them; what it cannot is counte
 
 A clock that jumps (more than :data:`CLOCK_JUMP` seconds between two frames: a new
 recording, a transport stream's discontinuity) loses nothing: the frames' times keep the
-gap, and a log line says where it is.
+gap, and a log line says where it is. What ffmpeg's log says of an input it could not
+open at all is read by :func:`failure`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from typing import Any
 
 from bpvideo.errors import WorkError, literal
 
-__all__ = ["CLOCK_JUMP", "FfmpegLog", "FrameLoss", "check_strict", "clock_repeats", "video_loss"]
+__all__ = [
+    "CLOCK_JUMP",
+    "FfmpegLog",
+    "FrameLoss",
+    "check_strict",
+    "clock_repeats",
+    "failure",
+    "video_loss",
+]
 
 logger = logging.getLogger("bpvideo")
 
@@ -189,3 +198,18 @@ class FfmpegLog(threading.Thread):
         """ffmpeg's complaints about the input (its first 20): errors, and warnings of
         the demuxer (``[in#0/mpegts @ ...] Packet corrupt``)."""
         return list(self.complaints)
+
+
+#: What ffmpeg says of an input with no video stream: ``-map 0:V:0`` matches nothing, or
+#: the output gets no stream (its last line, "Error opening output files: Invalid
+#: argument", says neither).
+NO_VIDEO = ("matches no streams", "does not contain any stream")
+
+
+def failure(lines: list[str], default: str) -> str:
+    """Why ffmpeg failed, in one line, from the lines of its log: ``it has no video
+    stream`` when that is why, else its last line (``default`` when it said nothing)."""
+    lines = [line.strip() for line in lines if line.strip()]
+    if any(sign in line for line in lines for sign in NO_VIDEO):
+        return "it has no video stream"
+    return lines[-1] if lines else default

@@ -153,6 +153,13 @@ class ArrivalClock:
             self.clock = WallClock(dt.datetime.fromtimestamp(wall).astimezone(), "arrival")
         self.times[index] = arrived - self._first
 
+    def arrived(self, index: int) -> float:
+        """When frame ``index`` arrived, in seconds since the epoch (now, for a frame not
+        stamped or no longer kept)."""
+        if self.clock.origin is None or index not in self.times:
+            return time.time()
+        return self.clock.origin.timestamp() + self.times[index]
+
     def at(self, seconds: float) -> str | None:
         """:meth:`WallClock.at` of the arrival clock."""
         return self.clock.at(seconds)

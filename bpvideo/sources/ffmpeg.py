@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from bpvideo.sources.accounting import FfmpegLog
+from bpvideo.sources.accounting import FfmpegLog, failure
 from bpvideo.sources.frame_times import (
     Timestamps,
     ask_options,
@@ -325,11 +325,8 @@ def _why_not(url: str, references: bool) -> OSError:
         # it decides nothing (the whitelist refused the file), it only names the format.
         found = re.findall(r"Format (\w+) probed with size=", _diagnose(url, references, "debug"))
         return ReferencesError(found[-1] if found else None)
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line.replace(url + ": ", "").replace(url, "the file") for line in lines if line]
-    if any("matches no streams" in line for line in lines):
-        return OSError("it has no video stream")
-    return OSError(lines[-1] if lines else "no video stream could be read")
+    lines = [line.replace(url + ": ", "").replace(url, "the file") for line in text.splitlines()]
+    return OSError(failure(lines, "no video stream could be read"))
 
 
 def _diagnose(url: str, references: bool, level: str) -> str:

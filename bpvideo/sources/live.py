@@ -4,40 +4,45 @@ as frames arrive, with reconnection after a drop.
 A URL is read only where the user typed it: :func:`is_url` is asked of INPUT alone, never
 of a name found inside a file (files reach ffmpeg as ``file:`` URLs with only the file
 protocol allowed, so a playlist that names a URL stays refused). The ffmpeg that reads a
-URL may use that URL's protocol family and nothing else (``-protocol_whitelist``), with
-low-latency settings: a probe of at most half a second
-(:data:`LOW_LATENCY`), and a read timeout so that a stalled stream counts as dropped.
+URL (one connection: :mod:`bpvideo.sources.connection`) may use that URL's protocol
+family and nothing else, with low-latency settings and a read timeout.
 
 Frames are decoded by ffmpeg into y4m (its header gives the size) and read by a thread
 into a bounded queue (:class:`LiveReader`): the consumer takes what has arrived without
 waiting for more, and a stop request (a signal) is seen within a fraction of a second
-even while no frame comes. After a drop the reader reconnects with a doubling backoff
-(0.5 s, 1 s, 2 s ... at most :data:`BACKOFF_MAX`), logging each gap; when the stream has
-been gone for ``reconnect`` seconds it ends, as a clean end of stream does, and the
-outputs are finished.
+even while no frame comes, the stream's opening included (the thread opens it). After
+a drop the reader reconnects with a doubling backoff (0.5 s, 1 s, 2 s ... at most
+:data:`BACKOFF_MAX`), logging each gap; when the stream has been gone for ``reconnect``
+seconds it ends, as a clean end of stream does, and the outputs are finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 import queue
-import re
-import stat
+import signal
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
-from bpvideo.errors import InputError, literal
-from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
-from bpvideo.sources import ffmpeg as _ffmpeg
+from bpvideo.errors import BpvideoError, InputError, Terminated, literal
+from bpvideo.settings.names import cli_flags
 from bpvideo.sources.clock import ArrivalClock
-from bpvideo.sources.pipes import Y4M_MAGIC, open_pipe, parse_y4m_header, y4m_frames
+from bpvideo.sources.connection import (
+    LOW_LATENCY,
+    URL_SCHEMES,
+    Connection,
+    connect,
+    is_device,
+    is_url,
+    redact,
+)
+from bpvideo.sources.pipes import open_pipe
 from bpvideo.sources.stream import FrameSource, frame_size, resize_frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,31 +60,12 @@ __all__ = [
     "is_url",
     "open_live",
     "redact",
+    "signalled",
+    "signals_stop",
 ]
 
 logger = logging.getLogger("bpvideo")
 
-#: Protocols of a URL INPUT, and the ffmpeg protocols each may use (its transport).
-URL_SCHEMES = {
-    "rtsp": "rtsp,rtp,srtp,udp,tcp",
-    "rtsps": "rtsp,rtsps,rtp,srtp,udp,tcp,tls",
-    "http": "http,tcp",
-    "https": "https,http,tcp,tls",
-    "rtmp": "rtmp,tcp",
-    "rtmps": "rtmps,rtmp,tcp,tls",
-    "udp": "udp,rtp",
-    "tcp": "tcp",
-    "srt": "srt,udp",
-}
-_URL = re.compile(r"^(" + "|".join(URL_SCHEMES) + r")://", re.IGNORECASE)
-#: ffmpeg input options of a live source: a probe of at most 0.5 s of stream (the default,
-#: 5 s, held the first frame back 5 s) or 5 MB (with 256 KiB a 720x480 lossless stream's
-#: rate was guessed 50 for 25), frames handed on as soon as decoded. Not
-#: ``-fflags nobuffer``: on MPEG-TS over HTTP it lost the first second of frames (125 of
-#: 150 decoded) or all of them.
-LOW_LATENCY = ("-flags", "low_delay", "-probesize", "5000000", "-analyzeduration", "500000")
-#: Seconds without data after which a connected stream counts as dropped.
-READ_TIMEOUT = 5.0
 #: Seconds the first connection is tried for (within ``reconnect``).
 FIRST_TRIES = 5.0
 #: Longest wait between two reconnection attempts, in seconds.
@@ -87,25 +73,6 @@ BACKOFF_MAX = 8.0
 #: Frames waiting in the queue between the reader and the consumer (bounded memory: a
 #: consumer that falls this far behind makes the reader wait, and ffmpeg with it).
 QUEUE_FRAMES = 256
-
-
-def is_url(name: str | os.PathLike) -> bool:
-    """Whether INPUT is a network URL (rtsp, rtsps, http(s), rtmp(s), udp, tcp, srt).
-
-    Examples
-    --------
-    >>> is_url("rtsp://127.0.0.1:8554/cam"), is_url("HTTP://h/x.ts"), is_url("cam.mp4")
-    (True, True, False)
-    """
-    return bool(_URL.match(os.fspath(name)))
-
-
-def is_device(name: str | os.PathLike) -> bool:
-    """Whether INPUT is a capture device (a character device such as ``/dev/video0``)."""
-    try:
-        return stat.S_ISCHR(os.stat(name).st_mode)
-    except (OSError, ValueError):
-        return False
 
 
 #: Options that mean something only for a live input.
@@ -158,83 +125,6 @@ def check_live_options(input: str, settings: SeparateSettings) -> None:
                          option=("events_to", "-"))  # fmt: skip
 
 
-def redact(url: str) -> str:
-    """``url`` without a password (``rtsp://user:***@host/...``), for messages and logs.
-
-    Examples
-    --------
-    >>> redact("rtsp://admin:secret@10.0.0.5/stream1")
-    'rtsp://admin:***@10.0.0.5/stream1'
-    """
-    return re.sub(r"^([a-zA-Z]+://[^/@:]*):[^/@]*@", r"\1:***@", url)
-
-
-def _command(name: str, size: tuple[int, int] | None) -> list[str]:
-    """The ffmpeg command that decodes ``name`` (a URL or a device) into y4m on stdout."""
-    cmd = [_ffmpeg.executable(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error"]
-    if is_url(name):
-        scheme = name.split(":", 1)[0].lower()
-        cmd += ["-protocol_whitelist", URL_SCHEMES[scheme], *LOW_LATENCY]
-        cmd += ["-rw_timeout", str(int(READ_TIMEOUT * 1e6))]
-        if scheme.startswith("rtsp"):
-            cmd += ["-rtsp_flags", "prefer_tcp"]
-    else:  # a capture device
-        cmd += ["-protocol_whitelist", "file", *LOW_LATENCY, "-f", "v4l2"]
-    # every frame decoded is passed on once: never duplicated to fill a guessed rate
-    cmd += ["-i", name, "-map", "0:V:0", "-an", "-sn", "-fps_mode", "passthrough",
-            "-f", "yuv4mpegpipe", "-pix_fmt", "yuv444p", "-strict", "-1"]  # fmt: skip
-    if size is not None:  # a reconnection: frames of the first connection's size
-        cmd += ["-s", f"{size[0]}x{size[1]}"]
-    return [*cmd, "pipe:1"]
-
-
-@dataclass
-class _Connection:
-    """One ffmpeg reading the stream: its process and its frames."""
-
-    proc: subprocess.Popen
-    frames: Iterator[tuple[int, np.ndarray]]
-    width: int
-    height: int
-    fps: float
-    log: list[str] = field(default_factory=list)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            try:
-                pipe.close()
-            except OSError:
-                pass
-
-
-def _connect(name: str, size: tuple[int, int] | None) -> _Connection:
-    """Start ffmpeg on ``name`` and read its y4m header.
-
-    Raises
-    ------
-    OSError
-        ffmpeg could not open the stream (the message is ffmpeg's last line).
-    """
-    proc = subprocess.Popen(_command(name, size), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            **_ffmpeg.no_sigint())  # fmt: skip
-    _ffmpeg.enlarge_pipe(proc.stdout)
-    line = proc.stdout.readline(MAX_HEADER_LINE)
-    if not line.startswith(Y4M_MAGIC):
-        proc.kill()
-        err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
-        proc.wait()
-        why = err[-1] if err else "no video stream"
-        raise OSError(why.replace(name, redact(name)))
-    header = parse_y4m_header(line, redact(name))
-    frames = y4m_frames(proc.stdout, header, redact(name))
-    fps = header.fps if header.fps == header.fps and header.fps > 0 else DEFAULT_FPS
-    return _Connection(proc, frames, header.width, header.height, fps)
-
-
 class LiveReader:
     """Frames of a live source read by a thread as they arrive (see the module docstring).
 
@@ -249,6 +139,9 @@ class LiveReader:
         Set to end the frames (a signal asked the run to stop).
     stream : binary file, optional
         stdin (``name == "-"``): read until it ends, never reconnected.
+    raw : dict, optional
+        How ``stream`` is read, as :func:`~bpvideo.sources.pipes.open_pipe` takes it
+        (``size``, ``pix_fmt`` of raw frames; ``fps``).
     """
 
     def __init__(
@@ -258,6 +151,7 @@ class LiveReader:
         reconnect: float = 30.0,
         stop: threading.Event | None = None,
         stream: BinaryIO | None = None,
+        raw: dict | None = None,
     ) -> None:
         self.name = name
         self.shown = redact(name)
@@ -268,21 +162,40 @@ class LiveReader:
         #: when each frame arrived (the stream's times and time of day)
         self.arrivals = ArrivalClock()
         self.error: BaseException | None = None
-        self._connection: _Connection | None = None
+        self._connection: Connection | None = None
+        self._pending: subprocess.Popen | None = None  # the ffmpeg of a connection being made
+        self._opened = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(stream, raw), daemon=True,
+                                        name="bpvideo-live")  # fmt: skip
+        self._thread.start()
+        # The stream is opened by the thread (a camera that is starting, stdin that sends
+        # nothing yet): a stop is seen meanwhile, as it is between frames.
+        while not self._opened.wait(0.1):
+            if self.stop.is_set():
+                self.close()
+                raise InputError(f"{literal(self.shown)}: stopped before the stream opened")
+        if not hasattr(self, "width"):  # the opening failed: the thread says why
+            self._thread.join()
+            raise self.error  # type: ignore[misc]
+
+    def _open(self, stream: BinaryIO | None, raw: dict | None) -> Iterator[tuple[int, np.ndarray]]:
+        """Open the stream (stdin, or the first connection): its size and rate; its frames."""
         if stream is not None:
-            frames, w, h, fps = open_pipe(stream, name="stdin")
-            self.width, self.height, self.fps = w, h, float(fps)
-            self._first: Iterator[tuple[int, np.ndarray]] = frames
+            frames, w, h, fps = open_pipe(stream, name="stdin", **(raw or {}))
             self.reconnect = 0.0
         else:
-            self._connection = self._first_connection()
-            c = self._connection
-            self.width, self.height, self.fps = c.width, c.height, c.fps
-            self._first = c.frames
-        self._thread = threading.Thread(target=self._run, name="bpvideo-live", daemon=True)
-        self._thread.start()
+            c = self._connection = self._first_connection()
+            frames, w, h, fps = c.frames, c.width, c.height, c.fps
+        self.fps, self.height, self.width = float(fps), h, w  # width last: opened
+        return frames
 
-    def _first_connection(self) -> _Connection:
+    def _started(self, proc: subprocess.Popen) -> None:
+        """An ffmpeg connecting: :meth:`close` kills it (a stop is not kept waiting)."""
+        self._pending = proc
+        if self.stop.is_set():
+            proc.kill()
+
+    def _first_connection(self) -> Connection:
         """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting).
 
         Raises
@@ -294,7 +207,7 @@ class LiveReader:
         delay = 0.1
         while True:
             try:
-                return _connect(self.name, None)
+                return connect(self.name, None, self._started)
             except OSError as exc:
                 if time.monotonic() + delay > deadline or self.stop.wait(delay):
                     raise InputError(
@@ -303,9 +216,12 @@ class LiveReader:
                     ) from None
                 delay = min(2 * delay, 1.0)
 
-    def _run(self) -> None:
+    def _run(self, stream: BinaryIO | None, raw: dict | None) -> None:
         try:
-            frames: Iterator[tuple[int, np.ndarray]] | None = self._first
+            try:
+                frames: Iterator[tuple[int, np.ndarray]] | None = self._open(stream, raw)
+            finally:
+                self._opened.set()
             while frames is not None and not self.stop.is_set():
                 count = self._pump(frames)
                 if self._connection is not None:
@@ -322,17 +238,24 @@ class LiveReader:
             self._put(None)
 
     def _pump(self, frames: Iterator[tuple[int, np.ndarray]]) -> int:
-        """Queue the frames of one connection until it ends; how many there were."""
+        """Queue the frames of one connection until it ends; how many there were (an
+        error of a stream never reconnected, before its first frame, is raised)."""
         count = 0
         try:
             for _, frame in frames:
                 if self.stop.is_set() or not self._put((frame, time.monotonic())):
                     break
                 count += 1
-        except (OSError, ValueError) as exc:  # cut inside a frame: a drop
-            logger.debug("%s: %s", self.shown, exc)
-        except Exception as exc:  # the y4m reader's WorkError of a truncated frame
-            logger.debug("%s: %s", self.shown, exc)
+        except Exception as exc:  # cut inside a frame (OSError, the readers' WorkError)
+            if self.reconnect > 0 or self.stop.is_set():  # a drop, said when reconnecting
+                logger.debug("%s: %s", self.shown, exc)
+            elif isinstance(exc, BpvideoError) and count == 0:
+                raise
+            else:  # the end of stdin: the frames read are kept, the cut is said
+                said = (exc.render(cli_flags()) if isinstance(exc, BpvideoError)
+                        else f"{self.shown}: {exc}")  # fmt: skip
+                logger.warning("%s; the stream ends there: the %d frame(s) before it are "
+                               "kept", said, count)  # fmt: skip
         return count
 
     def _put(self, item: tuple[np.ndarray, float] | None) -> bool:
@@ -360,9 +283,10 @@ class LiveReader:
                 return None
             delay = min(2 * delay, BACKOFF_MAX)
             try:
-                self._connection = _connect(self.name, (self.width, self.height))
+                self._connection = connect(self.name, (self.width, self.height), self._started)
             except OSError as exc:
-                logger.info("%s: not back yet (%s)", self.shown, exc)
+                if not self.stop.is_set():  # else the stop ended the attempt
+                    logger.info("%s: not back yet (%s)", self.shown, exc)
                 continue
             gap = time.monotonic() - lost
             self.gaps.append(gap)
@@ -431,9 +355,9 @@ class LiveReader:
     def close(self) -> None:
         """Stop reading (ends ffmpeg and the thread)."""
         self.stop.set()
-        connection = self._connection
-        if connection is not None:
-            connection.stop()
+        for proc in (self._pending, getattr(self._connection, "proc", None)):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
         self._thread.join(2.0)
 
 
@@ -444,8 +368,11 @@ def open_live(
     reconnect: float = 30.0,
     stop: threading.Event | None = None,
     stdin: BinaryIO | None = None,
+    raw: dict | None = None,
 ) -> tuple[FrameSource, LiveReader]:
-    """Open a live source: a URL, a capture device, or stdin (``"-"``).
+    """Open a live source: a URL, a capture device, or stdin (``"-"``; read as ``raw``
+    says, as :func:`~bpvideo.sources.pipes.open_pipe` reads a pipe: raw frames of
+    ``size`` and ``pix_fmt``, else y4m or a container; ``fps``).
 
     Returns
     -------
@@ -460,10 +387,17 @@ def open_live(
         The stream cannot be opened, or frames outside the bounds.
     """
     if name == "-":
+        import io
         import sys
 
-        reader = LiveReader("-", stop=stop, stream=stdin if stdin is not None else
-                            sys.stdin.buffer)  # fmt: skip
+        # A reader of its own: the thread may be still waiting for a byte when the process
+        # exits, holding its lock (sys.stdin's, needed at exit: "Fatal Python error").
+        if stdin is None:
+            try:
+                stdin = io.BufferedReader(io.FileIO(sys.stdin.fileno(), "rb", closefd=False))
+            except (AttributeError, OSError, ValueError):  # a stdin without a descriptor
+                stdin = sys.stdin.buffer
+        reader = LiveReader("-", stop=stop, raw=raw, stream=stdin)
     else:
         reader = LiveReader(name, reconnect=reconnect, stop=stop)
     shown = "stdin" if name == "-" else redact(name)
@@ -482,3 +416,34 @@ def open_live(
     source._decoder = reader
     source.times, source.clock = reader.arrivals.times, reader.arrivals
     return source, reader
+
+
+@contextlib.contextmanager
+def signals_stop(stop: threading.Event, live: bool) -> Iterator[list[int]]:
+    """On a live stream, SIGINT and SIGTERM set ``stop`` (the stream ends, the outputs
+    are finished) instead of raising; the signals received are listed. Only the main
+    thread can do this; a file's run is stopped by them as any command is."""
+    received: list[int] = []
+    if not live or threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def signalled(received: list[int], reader: LiveReader | None) -> BaseException | None:
+    """The stop of a live run signalled before its first frame (the stream was not open,
+    or ended without a frame, because it was asked to stop: nothing is finished), raised
+    as the signal's, as a file's run stops; else None."""
+    if not received or (reader is not None and reader.arrivals.clock.origin is not None):
+        return None
+    return KeyboardInterrupt() if received[0] == signal.SIGINT else Terminated(received[0])

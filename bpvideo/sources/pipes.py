@@ -19,6 +19,7 @@ import numpy as np
 from bpvideo.errors import InputError, WorkError, literal
 from bpvideo.limits import DEFAULT_FPS, MAX_HEADER_LINE
 from bpvideo.sources import ffmpeg as _ffmpeg
+from bpvideo.sources.accounting import failure
 from bpvideo.sources.headers import check_rate, read_line
 from bpvideo.sources.stream import resize_frame, scaled_size
 from bpvideo.sources.y4m import Y4M_MAGIC, Y4MHeader, parse_y4m_header, read_exact, y4m_frames
@@ -166,10 +167,10 @@ def _ffmpeg_y4m(stream: BinaryIO, head: bytes, name: str, scale: float):
     feeder.start()
     line = proc.stdout.readline(MAX_HEADER_LINE)
     if not line.startswith(Y4M_MAGIC):
-        err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+        err = proc.stderr.read().decode("utf-8", "replace").splitlines()
         proc.kill()
         proc.wait()
-        detail = err[-1] if err else "no video stream"
+        detail = failure(err, "no video stream")
         raise InputError(
             f"{literal(name)}: stdin cannot be decoded as a video ({literal(detail)}): give "
             "{size='WxH'} and {pix_fmt} for raw frames, or a y4m or other container stream",

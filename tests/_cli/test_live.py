@@ -103,7 +103,8 @@ def test_dropped_stream_is_reconnected(street, tmp_path):
     port = free_port()
     first = serve(clip, port)
     proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", url(port), "-o",
-                             tmp_path / "out", "--reconnect", "8", "--learn", "0:50"],
+                             tmp_path / "out", "--reconnect", "8", "--learn", "0:50",
+                             "--segment", "4s"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=process_env())  # fmt: skip
     try:
@@ -120,16 +121,25 @@ def test_dropped_stream_is_reconnected(street, tmp_path):
     log = err.decode()
     assert "the stream dropped after 150 frame(s)" in log
     assert "reconnected after a gap of" in log
-    summary = _summary(tmp_path / "out")
-    assert summary["frames"] == 300  # both connections, numbered on
-    assert len(list((tmp_path / "out" / "masks").glob("bin*.png"))) == 300
+    segments = sorted((tmp_path / "out").iterdir())
+    summaries = [_summary(folder) for folder in segments]
+    assert [s["frames"] for s in summaries] == [100, 100, 100]  # both connections, numbered on
+    assert sum(len(list((f / "masks").glob("bin*.png"))) for f in segments) == 300
     # The arrival clock: the gap (a second at least with no server) is a gap in the
     # times, no frame or time made up for it; before and after it, real time.
-    times = np.array(summary["times"])
+    times = np.concatenate([s["times"] for s in summaries])
     steps = np.diff(times)
-    assert summary["start_time_source"] == "arrival" and (steps >= 0).all()
+    assert summaries[0]["start_time_source"] == "arrival" and (steps >= 0).all()
     assert steps[149] > 0.9
     assert times[149] > 4.0 and times[299] - times[150] > 4.0  # 6 s of frames sent each
+    # Each segment is named after its first frame's arrival, the gap included (it was
+    # named after the frames counted at the stream's rate: a second early or more).
+    for folder, summary in zip(segments, summaries, strict=True):
+        began = dt.datetime.fromisoformat(summary["start_time"]).timestamp() + summary["times"][0]
+        names = {
+            time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(began + d)) for d in (-1e-3, 1e-3)
+        }
+        assert folder.name in names  # start_time is written to the millisecond
 
 
 def test_segments_roll_over_each_complete_and_masks_stream(street, tmp_path):
@@ -195,6 +205,70 @@ def test_a_signal_closes_the_segment_as_a_complete_result(street, tmp_path, sign
     assert not list((tmp_path / "out").glob(f"*/{STAGING_PREFIX}*"))
 
 
+def test_a_signal_while_the_stream_opens_stops_at_once(tmp_path):
+    """SIGINT while the first connection waits for a camera that accepted and sends
+    nothing: the run stops at once as any run stopped before its outputs (one line, exit
+    130, no ffmpeg left). It waited out the read timeout (5 s), then said "cannot open the
+    stream" and exit 2, as if the camera had failed."""
+    import psutil
+
+    with __import__("socket").socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        target = url(listener.getsockname()[1])
+        proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", target, "-o",
+                                 tmp_path / "out"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=process_env(),
+                                preexec_fn=default_signals)  # fmt: skip
+        try:
+            connection, _ = listener.accept()  # its ffmpeg connected: the stream is opening
+            with connection:
+                connection.recv(4096)  # the request: ffmpeg now waits for the answer
+                children = psutil.Process(proc.pid).children(recursive=True)
+                proc.send_signal(signal.SIGINT)
+                _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err.decode()
+    said = err.decode().strip()  # after a newline, as every interrupted run (a ^C line)
+    assert said.startswith("bpvideo: interrupted: no output was kept")
+    assert len(said.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    _, alive = psutil.wait_procs(children, timeout=30)  # a hang guard: they are gone at once
+    assert not alive
+
+
+def test_a_signal_while_stdin_stays_open_exits_cleanly(tmp_path):
+    """Live stdin still open (its writer sends no more) when SIGINT stops the run: the
+    outputs are complete and the exit is 0. The reading thread held sys.stdin's lock in a
+    read at exit: "Fatal Python error: _enter_buffered_busy", SIGABRT."""
+    import os
+
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "bpvideo", "separate", "-", "--live", "-o",
+                             tmp_path / "out", "--learn", "0:40", "--no-video"],
+                            stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=process_env(), preexec_fn=default_signals)  # fmt: skip
+    os.close(read_end)
+    try:
+        os.write(write_end, _y4m(tmp_path / "c.mkv", n=60))
+        for line in proc.stderr:  # the frames sent are being masked: the process says so
+            if b"learned the background" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        os.close(write_end)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()
+    assert "Fatal Python error" not in err.decode()
+    frames = _summary(tmp_path / "out")["frames"]  # those queued at the stop are dropped
+    assert 40 <= frames <= 60
+    assert len(list((tmp_path / "out" / "masks").glob("bin*.png"))) == frames
+
+
 def test_live_stdin(tmp_path):
     frames, truth = street_frames(n=80)
     clip = write_clip(tmp_path / "c.mkv", frames)
@@ -227,6 +301,66 @@ def _live_stdin(data: bytes, *args: str | Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "bpvideo", "separate", "-", "--live", *map(str, args)]
     return subprocess.run(cmd, input=data, capture_output=True, env=process_env(), timeout=120,
                           check=False)  # fmt: skip
+
+
+def test_live_stdin_reads_raw_frames_of_the_given_size(tmp_path):
+    """``--live`` reads raw frames of ``--size``/``--pix-fmt`` on stdin as ``-`` does (they
+    were decoded as a container and refused with "give --size", which was given). A stream
+    cut inside a frame keeps the frames before it and says so (it said nothing); cut
+    inside the first frame, it is the error of the run."""
+    frames, truth = street_frames(n=30)
+    gray = frames.mean(axis=3).astype(np.uint8).tobytes()
+    raw = ["--size", "96x72", "--pix-fmt", "gray", "--fps", "10", "--no-video"]
+    done = _live_stdin(gray + bytes(100), "-o", tmp_path / "out", "--learn", "0:20", *raw)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    summary = _summary(tmp_path / "out")
+    assert (summary["frames"], summary["fps"]) == (30, 10.0)
+    assert f_measure(read_masks(tmp_path / "out" / "masks") > 0, truth) > 0.8
+    assert "stdin: stream ended inside frame 30 (100 of 6912 bytes" in err
+    assert "the 30 frame(s) before it are kept" in err
+    done = _live_stdin(bytes(100), "-o", tmp_path / "cut", *raw)
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert err.startswith("bpvideo: error: stdin: stream ended inside frame 0") and "--size" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "cut").exists()
+
+
+def test_a_stream_without_video_is_said_so(tmp_path):
+    """An audio-only stream: "it has no video stream" (it said "Error opening output
+    files: Invalid argument", ffmpeg's last line)."""
+    import imageio_ffmpeg
+
+    audio = tmp_path / "audio.mka"
+    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-f", "lavfi", "-i",
+                    "sine=d=10", "-c:a", "mp2", audio], check=True)  # fmt: skip
+    port = free_port()
+    server = serve(audio, port)
+    try:
+        done = _separate(url(port), "-o", tmp_path / "out", "--reconnect", "0.1")
+    finally:
+        _stop(server)
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert len(err.splitlines()) == 1
+    assert f"{url(port)}: cannot open the stream (it has no video stream)" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_events_to_pipe_without_a_reader_is_refused(tmp_path):
+    """--events-to a named pipe that no program reads: refused in one line, as --masks-to
+    is (its open waited for a reader for ever, deaf to Ctrl-C, OUTDIR held)."""
+    import os
+
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    done = _live_stdin(_y4m(tmp_path / "c.mkv", n=30), "-o", tmp_path / "out", "--learn",
+                       "0:20", "--no-video", "--events-to", fifo)  # fmt: skip
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert err.startswith(f"bpvideo: error: {fifo}: no program reads this pipe (--events-to)")
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
 def test_a_masks_to_reader_that_dies_is_told_with_what_was_kept(tmp_path):
@@ -309,8 +443,14 @@ def test_live_options_refused_for_files(tiny_clip, tmp_path):
     assert "--live reads stdin" in done.stderr.decode()
 
 
-def test_unreachable_url_is_one_line(tmp_path):
-    done = _separate(url(free_port()), "-o", tmp_path / "out", "--reconnect", "0.5")
+@pytest.mark.parametrize("target", ["http://127.0.0.1:{port}/x.ts", "udp://127.0.0.1:{port}",
+                                    "srt://127.0.0.1:{port}?mode=listener"])  # fmt: skip
+def test_unreachable_url_is_one_line(tmp_path, target):
+    """Nothing there: one line, exit 2. On UDP (nothing refuses a datagram) and for an SRT
+    listener that no camera calls, the read timeout says so; ffmpeg's rw_timeout never
+    ended those waits: the run hung."""
+    target = target.format(port=free_port())
+    done = _separate(target, "-o", tmp_path / "out", "--reconnect", "0.5")
     assert done.returncode == 2
     err = done.stderr.decode().strip().splitlines()
     assert len(err) == 1 and "cannot open the stream" in err[0], err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bpvideo.sources.live import URL_SCHEMES, _command, is_url, redact
+from bpvideo.sources.connection import URL_SCHEMES, command, is_url, redact
 
 
 @pytest.mark.parametrize("name", ["rtsp://10.0.0.5/s1", "RTSPS://h/x", "http://h:8080/x.ts",
@@ -25,7 +25,7 @@ def test_not_urls(name):
 
 
 def test_ffmpeg_may_open_the_url_protocol_family_only():
-    cmd = _command("http://127.0.0.1:8080/x.ts", None)
+    cmd = command("http://127.0.0.1:8080/x.ts", None)
     allowed = cmd[cmd.index("-protocol_whitelist") + 1].split(",")
     assert "file" not in allowed and set(allowed) <= {"http", "tcp"}
     for scheme, protocols in URL_SCHEMES.items():
@@ -35,7 +35,7 @@ def test_ffmpeg_may_open_the_url_protocol_family_only():
 
 
 def test_a_reconnection_keeps_the_first_size():
-    cmd = _command("rtsp://h/x", (320, 240))
+    cmd = command("rtsp://h/x", (320, 240))
     assert cmd[cmd.index("-s") + 1] == "320x240"
 
 

@@ -119,6 +119,11 @@ def test_y4m_and_container_on_stdin(piped_frames, tmp_path: Path) -> None:
         open_source("-", stdin=io.BytesIO(b"this is not a video" * 100))
     with pytest.raises(InputError, match="is empty"):
         open_source("-", stdin=io.BytesIO(b""))
+    audio = tmp_path / "audio.mka"  # said so, not ffmpeg's last line ("Invalid argument")
+    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-loglevel", "error", "-f", "lavfi", "-i",
+                    "sine=d=0.5", "-c:a", "mp2", str(audio)], check=True)  # fmt: skip
+    with pytest.raises(InputError, match=r"stdin cannot be decoded as a video \(it has no video"):
+        open_source("-", stdin=io.BytesIO(audio.read_bytes()))
     truncated = io.BytesIO(y4m.read_bytes()[:-50])
     with pytest.raises(WorkError, match="truncated"):
         list(open_source("-", stdin=truncated).frames)
