@@ -106,8 +106,12 @@ def reason(exc: OSError, fix: str) -> tuple[str, str]:
 Renames = Sequence[tuple[Path, Path]]
 
 
-def _shown_name(name: str, renames: Renames) -> str:
-    """A file as the user will know it: a staged file under its final name."""
+def _shown_name(error: OSError, renames: Renames) -> str:
+    """The file ``error`` names, as the user will know it (a staged file under its final
+    name); "" when it names none."""
+    if not error.filename:
+        return ""
+    name = os.fsdecode(error.filename)
     for hidden, shown in renames:
         try:
             return str(shown / Path(name).relative_to(hidden))
@@ -131,7 +135,7 @@ def write_failure(path: Path, exc: BaseException, renames: Renames = ()) -> Work
     """
     first = first_oserror(exc)
     assert first is not None
-    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
+    name = _shown_name(first, renames)
     if name and not Path(os.path.abspath(name)).is_relative_to(os.path.abspath(path)):
         what, fix = reason(first, "write it elsewhere")  # --masks-to, beside OUTDIR
         return WorkError(f"{literal(name)}: writing it failed: {what}: {fix}; nothing was kept")
@@ -157,7 +161,7 @@ def events_failure(path: Path, exc: BaseException, renames: Renames = ()) -> Bpv
                           "the events are written beside its masks; copy the folder where you "
                           "can write, or run as its owner")  # fmt: skip
     what, fix = reason(first, "check the output directory")
-    name = _shown_name(os.fsdecode(first.filename), renames) if first.filename else ""
+    name = _shown_name(first, renames)
     where = f" ({literal(name)})" if name else ""
     return WorkError(f"{literal(path)}: writing the events failed: {what}{where}: {fix}; the "
                      "earlier events were kept")  # fmt: skip
