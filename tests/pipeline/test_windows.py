@@ -100,7 +100,9 @@ def test_highway_windowed_matches_whole(shared_data: Path, tmp_path: Path, run_c
     scores = {}
     for window in ("0", "200"):
         out = tmp_path / f"w{window}"
-        res = run_cli("separate", seq, "-o", out, "--scale", "0.5", "--window", window, "-q")
+        # 400 frames: two windows of 200 against one of 400
+        res = run_cli("separate", seq, "-o", out, "--scale", "0.5", "--window", window,
+                      "--end", "400", "-q")  # fmt: skip
         assert res.code == 0, res.err
         # Score at the ground truth's size: masks scaled back up (nearest).
         full = tmp_path / f"full{window}"
