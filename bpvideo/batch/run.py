@@ -34,7 +34,7 @@ from bpvideo.batch.executors import DASK_MISSING, dask_executor, local_executor
 from bpvideo.batch.pool import identities, wait_for
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
 from bpvideo.errors import BpvideoError, InputError, Terminated, literal
-from bpvideo.limits import REPORT_SUFFIX
+from bpvideo.limits import MAX_WORKERS, REPORT_SUFFIX
 from bpvideo.sinks.guard import Access, check_access, logfile_access, separate_access
 from bpvideo.sinks.outputs import remove_killed, remove_stale_staging, signals_deferred
 
@@ -302,9 +302,9 @@ def run_batch(
         if skipped:
             logger.info("resume: %d of %d job(s) complete already", skipped,
                         len(config.jobs))  # fmt: skip
-        where = f"Dask ({scheduler or f'local cluster, {workers} workers'})"
-        if executor_name == "local":
-            where = f"{min(workers, max(len(todo), 1))} local worker process(es)"
+        used = min(workers, max(len(todo), 1))  # never more workers than jobs
+        where = (f"{used} local worker process(es)" if executor_name == "local"
+                 else f"Dask ({scheduler or f'local cluster, {used} workers'})")  # fmt: skip
         logger.info("running %d job(s) on %s", len(todo), where)
     code = _run(todo, report, options, executor_name, scheduler, workers)
     if options.progress:
@@ -382,7 +382,7 @@ def _run(
             pool = (
                 local_executor(min(workers, len(todo)))
                 if executor_name == "local"
-                else dask_executor(scheduler, workers)
+                else dask_executor(scheduler, min(workers, len(todo)))  # no idle cluster
             )
             with pool as executor:
                 report.state["worker_processes"] = identities(getattr(executor, "pids", []))
@@ -421,6 +421,7 @@ def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | No
             )
         executor_name = "dask"
     workers = options.workers or config.workers or default_workers()
-    if workers < 1:
-        raise InputError(f"--workers must be >= 1, got {workers}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise InputError(f"--workers must be from 1 to {MAX_WORKERS} (each worker is a process), "
+                         f"got {workers}: give fewer")  # fmt: skip
     return executor_name, scheduler, workers

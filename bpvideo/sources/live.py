@@ -54,6 +54,7 @@ __all__ = [
     "LOW_LATENCY",
     "URL_SCHEMES",
     "LiveReader",
+    "check_input_options",
     "check_live_options",
     "is_device",
     "is_live",
@@ -82,6 +83,32 @@ LIVE_ONLY = ("segment", "events_to")
 def is_live(input: str, settings: SeparateSettings) -> bool:
     """Whether INPUT is read live: a URL always, stdin and devices with ``live``."""
     return is_url(input) or bool(settings.live)
+
+
+def check_input_options(input: str, settings: SeparateSettings) -> None:
+    """Refuse the options that do not apply to ``input``: the raw-frame options
+    (``size``, ``pix_fmt``) off stdin or without ``size``, the live options off a live
+    input (:func:`check_live_options`). The one rule of ``separate``, its library call and
+    each input of a batch job.
+
+    Raises
+    ------
+    InputError
+        The first option that does not apply, with the fix.
+    """
+    if input != "-" and settings.size is not None:
+        raise InputError(
+            f"{{size}} applies only to raw frames on stdin (INPUT '-'), not to {literal(input)}"
+            ": drop it (a video's size is in its header; {scale} resizes)",
+            option=("size", settings.size),
+        )
+    if settings.pix_fmt != "gray" and settings.size is None:  # the default needs no size
+        raise InputError(
+            "{pix_fmt} describes raw frames on stdin: add {size='WxH'} and give INPUT '-', "
+            "or drop it (a video's pixel format is in its header)",
+            option=("pix_fmt", settings.pix_fmt),
+        )
+    check_live_options(input, settings)
 
 
 def check_live_options(input: str, settings: SeparateSettings) -> None:
