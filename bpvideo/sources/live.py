@@ -13,7 +13,9 @@ waiting for more, and a stop request (a signal) is seen within a fraction of a s
 even while no frame comes, the stream's opening included (the thread opens it). After
 a drop the reader reconnects with a doubling backoff (0.5 s, 1 s, 2 s ... at most
 :data:`BACKOFF_MAX`), logging each gap; when the stream has been gone for ``reconnect``
-seconds it ends, as a clean end of stream does, and the outputs are finished.
+seconds it ends, as a clean end of stream does, and the outputs are finished. An attempt
+that is still opening when those seconds are over is ended with them (an ffmpeg kept
+waiting by a server that trickles bytes never times out on its own).
 """
 
 from __future__ import annotations
@@ -309,8 +311,12 @@ class LiveReader:
             if self.stop.wait(min(delay, self.reconnect - waited)):
                 return None
             delay = min(2 * delay, BACKOFF_MAX)
+            left = self.reconnect - (time.monotonic() - lost)  # the attempt included
+            if left <= 0:
+                continue
             try:
-                self._connection = connect(self.name, (self.width, self.height), self._started)
+                self._connection = connect(self.name, (self.width, self.height), self._started,
+                                           timeout=left)  # fmt: skip
             except OSError as exc:
                 if not self.stop.is_set():  # else the stop ended the attempt
                     logger.info("%s: not back yet (%s)", self.shown, exc)
