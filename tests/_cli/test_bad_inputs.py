@@ -689,6 +689,14 @@ def test_batch_options_that_do_not_apply_are_one_line(
 
 
 @needs_batch
+def test_batch_workers_flag_is_bounded(run_cli, tmp_path: Path) -> None:
+    """``--workers 100000`` is refused before the config is read (it started that many
+    Dask workers)."""
+    res = run_cli("batch", tmp_path / "none.yaml", "--workers", "100000")
+    assert_one_error_line(res, 2, r"'--workers': 100000 is not in the range 1<=x<=1024", "help")
+
+
+@needs_batch
 def test_batch_glob_matching_nothing(run_cli, tmp_path: Path) -> None:
     config = tmp_path / "night.yaml"
     config.write_text(f"jobs:\n  - input: '{tmp_path}/cams/*.mp4'\n")
