@@ -368,6 +368,8 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     dict
         The summary, as rewritten.
     """
+    if not str(outdir).strip():  # Path("") is the current folder: not what was typed
+        raise InputError("OUTDIR is an empty name: give the output directory of a run")
     outdir = Path(outdir)
     summary = _summary(outdir)
     given = {option_name(k): v for k, v in options.items() if v is not None}

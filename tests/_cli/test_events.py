@@ -127,10 +127,14 @@ def test_a_damaged_output_directory_is_one_line_naming_the_file(
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
-def test_a_folder_that_is_no_result_is_refused(tmp_path: Path, run_cli):
+def test_a_folder_that_is_no_result_is_refused(tmp_path: Path, run_cli, monkeypatch):
     result = run_cli("events", tmp_path)
     assert result.code == 2
     assert "no summary.json" in result.err
+    monkeypatch.chdir(tmp_path)  # an empty OUTDIR is named as typed (it said ".")
+    result = run_cli("events", "")
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "OUTDIR is an empty name: give the output directory" in result.err
 
 
 def test_separate_refuses_a_bad_roi_before_any_work(tmp_path: Path, run_cli):
