@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,32 @@ __all__ = [
     "ConfigError",
     "check_options",
     "did_you_mean",
+    "is_scheduler",
     "load_mapping",
     "option_aliases",
     "options_apply",
 ]
+
+#: A Dask scheduler's address: ``[tcp|tls|ws|wss|ucx://]host:port`` (or ``inproc://...``,
+#: a scheduler in this process: the library's callers and the tests).
+_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/@\[\]]+)"
+                        r":(\d{1,5})/?$")  # fmt: skip
+
+
+def is_scheduler(address: object) -> bool:
+    """Whether ``address`` is a Dask scheduler's address (``tcp://host:8786``), checked
+    before Dask is asked: Dask's own check of a bad one was an internal error.
+
+    Examples
+    --------
+    >>> is_scheduler("tcp://10.0.0.5:8786"), is_scheduler("[::1]:8786"), is_scheduler("host")
+    (True, True, False)
+    """
+    if isinstance(address, str) and re.match(r"^inproc://\S+$", address):
+        return True
+    match = _SCHEDULER.match(address) if isinstance(address, str) else None
+    return match is not None and 0 < int(match.group(1)) < 65536
+
 
 #: Keys of a job (or of ``defaults``) that are not options of ``separate``.
 JOB_KEYS = ("input", "output")

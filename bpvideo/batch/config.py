@@ -37,6 +37,7 @@ from bpvideo.batch.checks import (
     ConfigError,
     check_options,
     did_you_mean,
+    is_scheduler,
     load_mapping,
     option_aliases,
     options_apply,
@@ -130,7 +131,7 @@ class BatchConfig:
 #: Run options of a config: key -> (is the value valid, what it must be).
 _RUN_KEYS: dict[str, tuple[Any, str]] = {
     "executor": (lambda v: v in EXECUTORS, "must be local or dask"),
-    "scheduler": (lambda v: isinstance(v, str) and v, "must be an address such as tcp://host:8786"),
+    "scheduler": (is_scheduler, "must be an address such as tcp://host:8786"),
     "workers": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= MAX_WORKERS,
                 f"must be an integer from 1 to {MAX_WORKERS} (each worker is a process)"),
     "report": (lambda v: isinstance(v, str) and v, "must be a path"),
@@ -484,12 +485,9 @@ class _Planner:
             return None
         out = self._path(text, expand=False)
         if str(out) in self.outputs:
-            self.check.add(
-                template.line,
-                template.where,
-                f"{input_path.name} would write {out}, as {self.outputs[str(out)]} does: add "
-                "{stem} to the output template",
-            )
+            self.check.add(template.line, template.where,
+                           f"{input_path.name} would write {out}, as {self.outputs[str(out)]} "
+                           "does: add {stem} to the output template")  # fmt: skip
             return None
         self.outputs[str(out)] = f"{input_path.name} of jobs[{i}]"
         return out

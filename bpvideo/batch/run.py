@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from bpvideo import cores
+from bpvideo.batch.checks import is_scheduler
 from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.executors import DASK_MISSING, dask_executor, local_executor
 from bpvideo.batch.pool import identities, wait_for
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
-from bpvideo.errors import BpvideoError, InputError, Terminated, literal
+from bpvideo.errors import BpvideoError, InputError, Terminated, literal, shown
 from bpvideo.limits import MAX_WORKERS, REPORT_SUFFIX
 from bpvideo.sinks.guard import Access, check_access, logfile_access, separate_access
 from bpvideo.sinks.outputs import remove_killed, remove_stale_staging, signals_deferred
@@ -297,7 +298,6 @@ def run_batch(
     report.state.update(executor=executor_name, scheduler=scheduler,
                         workers=workers if executor_name == "local" or scheduler is None
                         else None)  # fmt: skip
-    report.save()  # before any job or line: a report that cannot be written is refused now
     if options.progress:
         if skipped:
             logger.info("resume: %d of %d job(s) complete already", skipped,
@@ -385,7 +385,10 @@ def _run(
                 else dask_executor(scheduler, min(workers, len(todo)))  # no idle cluster
             )
             with pool as executor:
+                # before any job or line (one that cannot be written is refused), once the
+                # workers are there: a scheduler out of reach leaves nothing written
                 report.state["worker_processes"] = identities(getattr(executor, "pids", []))
+                report.save()
                 execute(todo, executor, lambda job, result: report.finished(job, result, progress),
                         on_start=report.running)  # fmt: skip
     except (Terminated, KeyboardInterrupt) as exc:
@@ -414,6 +417,9 @@ def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | No
     """Where the jobs run: the executor's name, the Dask scheduler, the workers."""
     executor_name = options.executor or config.executor or "local"
     scheduler = options.scheduler or config.scheduler
+    if options.scheduler is not None and not is_scheduler(options.scheduler):
+        raise InputError(f"--scheduler {literal(shown(options.scheduler))} must be an address "
+                         "such as tcp://host:8786: give the scheduler's host and port")  # fmt: skip
     if scheduler is not None and executor_name != "dask":
         if options.executor == "local":
             raise InputError(

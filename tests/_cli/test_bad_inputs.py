@@ -671,8 +671,10 @@ def test_batch_wrong_types(run_cli, bad: dict[str, Path], tmp_path: Path) -> Non
         ("jobs:\n  - input: {clip}\n    live: true\n", 3, r"jobs\[0\]\.live: .*drop live"),
         ("workers: 100000\njobs:\n  - input: {clip}\n", 1,
          r"workers: must be an integer from 1 to 1024"),
+        ("scheduler: notaurl\njobs:\n  - input: {clip}\n", 1,
+         r"scheduler: must be an address such as tcp://host:8786, got 'notaurl'"),
     ],
-    ids=["size", "pix-fmt", "live", "workers"],
+    ids=["size", "pix-fmt", "live", "workers", "scheduler"],
 )  # fmt: skip
 def test_batch_options_that_do_not_apply_are_one_line(
     run_cli, bad: dict[str, Path], tmp_path: Path, text: str, line: int, says: str
@@ -689,11 +691,24 @@ def test_batch_options_that_do_not_apply_are_one_line(
 
 
 @needs_batch
-def test_batch_workers_flag_is_bounded(run_cli, tmp_path: Path) -> None:
-    """``--workers 100000`` is refused before the config is read (it started that many
-    Dask workers)."""
-    res = run_cli("batch", tmp_path / "none.yaml", "--workers", "100000")
-    assert_one_error_line(res, 2, r"'--workers': 100000 is not in the range 1<=x<=1024", "help")
+@pytest.mark.parametrize(
+    ("flag", "says"),
+    [
+        (("--workers", "100000"), r"'--workers': 100000 is not in the range 1<=x<=1024"),
+        (("--scheduler", "notaurl"), r"--scheduler 'notaurl' must be an address such as tcp://"),
+    ],
+    ids=["workers", "scheduler"],
+)
+def test_batch_run_flags_are_checked(
+    run_cli, bad: dict[str, Path], tmp_path: Path, flag: tuple[str, str], says: str
+) -> None:
+    """``--workers 100000`` started that many Dask workers; a scheduler address Dask
+    cannot parse was an internal error after the report was written."""
+    config = tmp_path / "night.yaml"
+    config.write_text(f"jobs:\n  - input: {bad['clip']}\n    output: {tmp_path}/o\n")
+    res = run_cli("batch", config, *flag)
+    assert_one_error_line(res, 2, says, ".")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["night.yaml"]
 
 
 @needs_batch
