@@ -225,7 +225,9 @@ class LiveReader:
             proc.kill()
 
     def _first_connection(self) -> Connection:
-        """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting).
+        """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting);
+        an attempt waits for its first frame ``reconnect`` seconds at most (at least
+        :data:`FIRST_TRIES`), not for ever on a server that trickles bytes.
 
         Raises
         ------
@@ -236,7 +238,8 @@ class LiveReader:
         delay = 0.1
         while True:
             try:
-                return connect(self.name, None, self._started)
+                return connect(self.name, None, self._started,
+                               timeout=max(self.reconnect, FIRST_TRIES))  # fmt: skip
             except OSError as exc:
                 if time.monotonic() + delay > deadline or self.stop.wait(delay):
                     raise InputError(
