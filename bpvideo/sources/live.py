@@ -71,6 +71,10 @@ logger = logging.getLogger("bpvideo")
 
 #: Seconds the first connection is tried for (within ``reconnect``).
 FIRST_TRIES = 5.0
+#: Seconds the first connection waits for its first frame at least (``reconnect`` when
+#: longer): a camera slow to start, or a loaded machine, is given time; a server that
+#: trickles bytes and sends no frame is not waited on for ever.
+FIRST_FRAME = 20.0
 #: Longest wait between two reconnection attempts, in seconds.
 BACKOFF_MAX = 8.0
 #: Frames waiting in the queue between the reader and the consumer (bounded memory: a
@@ -227,7 +231,7 @@ class LiveReader:
     def _first_connection(self) -> Connection:
         """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting);
         an attempt waits for its first frame ``reconnect`` seconds at most (at least
-        :data:`FIRST_TRIES`), not for ever on a server that trickles bytes.
+        :data:`FIRST_FRAME`), not for ever on a server that trickles bytes.
 
         Raises
         ------
@@ -239,7 +243,7 @@ class LiveReader:
         while True:
             try:
                 return connect(self.name, None, self._started,
-                               timeout=max(self.reconnect, FIRST_TRIES))  # fmt: skip
+                               timeout=max(self.reconnect, FIRST_FRAME))  # fmt: skip
             except OSError as exc:
                 if time.monotonic() + delay > deadline or self.stop.wait(delay):
                     raise InputError(

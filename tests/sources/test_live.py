@@ -104,7 +104,7 @@ def test_a_reconnection_attempt_ends_within_the_reconnect_seconds():
 
 
 def test_an_attempt_that_gets_no_frame_ends_at_its_timeout():
-    """The one connection's bound, which the first connection (``max(reconnect, 5 s)``)
+    """The one connection's bound, which the first connection (``max(reconnect, 20 s)``)
     and each reconnection (the seconds left) use: a server that trickles bytes kept the
     attempt open for ever; now it fails as a stream that cannot be opened."""
     import socket
