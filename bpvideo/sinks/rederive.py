@@ -353,6 +353,30 @@ def _page(
     )
 
 
+def _checked_settings(
+    outdir: Path, summary: dict[str, Any], options: dict[str, Any], writes: Sequence[Access]
+) -> SeparateSettings:
+    """The settings of the new events (the run's, ``options`` over them), once the paths
+    read and written (the set, and the caller's ``writes``) have passed the guard."""
+    given = {option_name(k): v for k, v in options.items() if v is not None}
+    unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
+    if unknown:
+        raise InputError(f"unknown event option(s): {', '.join(unknown)}")
+    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
+    if summary.get("incomplete"):
+        logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
+                       "%s", outdir, summary["incomplete"].get("frames"),
+                       summary["incomplete"].get("resume"))  # fmt: skip
+    names = (*EVENT_FILES.values(), "clips", SUMMARY)
+    outputs = [Access(outdir / n, "the output", "OUTDIR") for n in names]
+    reads = [Access(outdir / "masks", "the masks"), *region_reads(settings)]
+    if writes:  # the masks one by one: a file written (the log) may not be one of them
+        numbers = [int(n) for n in summary["mask_numbers"]]
+        reads += [Access(path, "the mask") for path in _mask_files(outdir, numbers)]
+    check_access(reads, [*outputs, *writes])
+    return settings
+
+
 def rederive(
     outdir: str | Path,
     *,
@@ -389,22 +413,8 @@ def rederive(
         raise InputError("OUTDIR is an empty name: give the output directory of a run")
     outdir = Path(outdir)
     summary = _summary(outdir)
-    given = {option_name(k): v for k, v in options.items() if v is not None}
-    unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
-    if unknown:
-        raise InputError(f"unknown event option(s): {', '.join(unknown)}")
-    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
-    names = (*EVENT_FILES.values(), "clips", SUMMARY)
-    if summary.get("incomplete"):
-        logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
-                       "%s", outdir, summary["incomplete"].get("frames"),
-                       summary["incomplete"].get("resume"))  # fmt: skip
-    outputs = [Access(outdir / n, "the output", "OUTDIR") for n in names]
     numbers = [int(n) for n in summary["mask_numbers"]]
-    reads = [Access(outdir / "masks", "the masks"), *region_reads(settings)]
-    if writes:  # the masks one by one: a file written (the log) may not be one of them
-        reads += [Access(path, "the mask") for path in _mask_files(outdir, numbers)]
-    check_access(reads, [*outputs, *writes])
+    settings = _checked_settings(outdir, summary, options, writes)
     if checked is not None:
         checked()
     fps = float(summary["fps"]) * settings.step
