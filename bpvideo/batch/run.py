@@ -298,6 +298,7 @@ def run_batch(
     report.state.update(executor=executor_name, scheduler=scheduler,
                         workers=workers if executor_name == "local" or scheduler is None
                         else None)  # fmt: skip
+    report.save()  # before any job or line: a report that cannot be written is refused now
     if options.progress:
         if skipped:
             logger.info("resume: %d of %d job(s) complete already", skipped,
@@ -385,12 +386,12 @@ def _run(
                 else dask_executor(scheduler, min(workers, len(todo)))  # no idle cluster
             )
             with pool as executor:
-                # before any job or line (one that cannot be written is refused), once the
-                # workers are there: a scheduler out of reach leaves nothing written
                 report.state["worker_processes"] = identities(getattr(executor, "pids", []))
-                report.save()
                 execute(todo, executor, lambda job, result: report.finished(job, result, progress),
                         on_start=report.running)  # fmt: skip
+    except InputError:  # the workers never started (a scheduler out of reach): no job ran
+        report.discard()
+        raise
     except (Terminated, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         progress.close()
