@@ -19,6 +19,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from bpvideo.background.empty_scene import given_scene, reopen_array
+from bpvideo.errors import callable_argument
 from bpvideo.pipeline.plan import Job, plan_run
 from bpvideo.pipeline.run import iter_blocks
 from bpvideo.progress import ProgressCallback, track
@@ -74,6 +75,7 @@ def iter_separate(
     >>> sum(len(w.masks) for w in windows)
     30
     """
+    callable_argument("callback", callback)
     settings = settings_of(options, arrays=True)
     source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
@@ -119,6 +121,8 @@ def separate(
     InputError
         Bad options or frames (also a :class:`ValueError`).
     """
+    callable_argument("callback", callback)
+    callable_argument("progress", progress)
     settings = settings_of(options, arrays=True)
     source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))

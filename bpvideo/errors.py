@@ -14,19 +14,23 @@ them as command-line flags (``--rank 0 must be >= 1``).
 from __future__ import annotations
 
 import copy
+import os
 import re
 import reprlib
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "ArgumentTypeError",
     "BpvideoError",
     "ConvergenceWarning",
     "Diverged",
     "InputError",
     "Terminated",
     "WorkError",
+    "callable_argument",
     "literal",
+    "path_argument",
     "shown",
 ]
 
@@ -186,6 +190,53 @@ class InputError(BpvideoError, ValueError):
     """
 
     exit_code = 2
+
+
+class ArgumentTypeError(InputError, TypeError):
+    """An argument of the library of the wrong kind (a number where a function goes, an
+    int where a path goes): an :class:`InputError` that is also a :class:`TypeError`."""
+
+
+def _quoted(value: Any) -> str:
+    """A value for a message template: on one line (an array's repr has several), braces
+    doubled."""
+    return literal(" ".join(shown(value).split()))
+
+
+def callable_argument(name: str, value: Any) -> None:
+    """Refuse a ``callback`` or ``progress`` that cannot be called, before any work.
+
+    Examples
+    --------
+    >>> callable_argument("callback", 5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.ArgumentTypeError: callback=5 is not callable: pass a function of ...
+    """
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(
+            f"{name}={_quoted(value)} is not callable: pass a function of one argument, or None"
+        )
+
+
+def path_argument(name: str, value: Any) -> str:
+    """``value`` as a path string; a value that is not a path (an int, None, an array) is
+    refused with the argument's name.
+
+    Examples
+    --------
+    >>> path_argument("input", 5)
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.ArgumentTypeError: input=5 is not a path: give a str or pathlib.Path
+    """
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{name}={_quoted(value)} is not a path: give a str or pathlib.Path"
+        ) from None
+    return path if isinstance(path, str) else os.fsdecode(path)
 
 
 class WorkError(BpvideoError):

@@ -36,7 +36,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import BpvideoError, InputError, WorkError, literal
+from bpvideo.errors import BpvideoError, InputError, WorkError, literal, path_argument
 from bpvideo.evaluate.groundtruth import (
     IS_BACKGROUND,
     IS_FOREGROUND,
@@ -263,7 +263,7 @@ def evaluate(
     set to background), with data range 1. Epsilon-proximity counts the same pixels as
     the confusion counts. Metrics with a zero denominator are 0.0.
     """
-    found = mask_set(Path(masks), frame_numbers, video)
+    found = mask_set(Path(path_argument("masks", masks)), frame_numbers, video)
     gt = groundtruth if isinstance(groundtruth, GroundTruth) else load_groundtruth(groundtruth)
     if not epsilon >= 0 or not math.isfinite(epsilon):
         raise InputError(f"epsilon ({epsilon}) must be a finite number >= 0; pass e.g. 0.5")

@@ -396,6 +396,9 @@ def test_missing_inputs_are_input_errors(sequence: Path, masks: Path, tmp_path: 
         evaluate(tmp_path / "empty", sequence / "groundtruth")
     with pytest.raises(InputError, match=r"no gt%06d\.png"):
         evaluate(masks, tmp_path / "empty")
+    for args, name in (((None, sequence), "masks=None"), ((masks, 5), "groundtruth=5")):
+        with pytest.raises(TypeError, match=f"^{name} is not a path: give a str or"):
+            evaluate(*args)  # not pathlib's message, which names no argument
 
 
 def test_mask_size_mismatch_names_the_file(sequence: Path, masks: Path) -> None:
