@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +123,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         if spec.optional:
             return None
         raise _bad(name, value, "must be set")
+    value = _path_text(value)
     kind = spec.kind
     if kind == "bool":
         if isinstance(value, bool):
@@ -157,6 +159,14 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
     raise AssertionError(f"unknown option kind {kind!r}")  # pragma: no cover
 
 
+def _path_text(value: Any) -> Any:
+    """A ``pathlib.Path`` (any ``os.PathLike``) as the string it names: Python callers pass
+    paths as often as strings; anything else as it is."""
+    if isinstance(value, os.PathLike):
+        return os.fsdecode(os.fspath(value))
+    return value
+
+
 def _check_reference(name: str, value: Any) -> str:
     """``auto``, ``none``, ``START:END`` (checked, normalised) or a path (not empty)."""
     if not isinstance(value, str) or not value.strip() or "\0" in value:
@@ -190,6 +200,7 @@ def _each(name: str, value: Any, parse: Any, what: str) -> tuple[str, ...]:
     specs = [value] if isinstance(value, str) else value
     if not isinstance(specs, (list, tuple)):
         raise _bad(name, value, f"must be {what}")
+    specs = [_path_text(spec) for spec in specs]
     for spec in specs:
         parse(spec, name)
     return tuple(specs)
