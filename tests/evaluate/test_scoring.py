@@ -401,6 +401,24 @@ def test_missing_inputs_are_input_errors(sequence: Path, masks: Path, tmp_path: 
             evaluate(*args)  # not pathlib's message, which names no argument
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"temporal_roi": (12,)}, r"^temporal_roi=\(12,\) must be two frame numbers"),
+        ({"temporal_roi": "11:12"}, r"^temporal_roi='11:12' must be two frame numbers"),
+        ({"frame_numbers": 5}, "^frame_numbers=5 must be a sequence of integers"),
+        ({"frame_numbers": ["a", "b"]}, "^frame_numbers=.* must be a sequence of integers"),
+        ({"epsilon": None}, "^epsilon=None must be a number"),
+        ({"roi": 5}, "^roi=5 is not a path"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_named(sequence, masks, kwargs, message) -> None:
+    # Before the fix: IndexError, int()'s or pathlib's messages, from inside the scoring.
+    with pytest.raises(TypeError, match=message) as info:
+        evaluate(masks, sequence / "groundtruth", **kwargs)
+    assert isinstance(info.value, InputError)
+
+
 def test_mask_size_mismatch_names_the_file(sequence: Path, masks: Path) -> None:
     _write(masks / "bin000003.png", np.zeros((6, 5), dtype=np.uint8))
     with pytest.raises(InputError, match=r"bin000003\.png is 5x6 but ground truth .* is 5x4"):
