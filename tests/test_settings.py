@@ -139,6 +139,8 @@ def test_errors_in_library_words_and_as_flags() -> None:
     with pytest.raises(InputError) as info:
         SeparateSettings.from_mapping({"roi": np.ones((36, 48), bool)})
     assert str(info.value).startswith("roi=<bool array of shape (36, 48)> must be a polygon")
+    with pytest.raises(InputError, match=r"^mask=<uint8 array .* must be a path$"):
+        SeparateSettings.from_mapping({"mask": np.ones((36, 48), np.uint8)})
 
 
 def test_learn_span() -> None:

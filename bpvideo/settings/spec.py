@@ -150,7 +150,8 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         return _check_number(name, spec, value, kind)
     if kind in ("str", "path"):
         if not isinstance(value, str):
-            raise _bad(name, value, "must be a string")
+            what = "a path" if kind == "path" else "a string"
+            raise _bad(name, value, f"must be {what}")
         if kind == "path" and (not value.strip() or "\0" in value):
             raise _bad(name, value, "must be a path (not empty, no NUL character)")
         if spec.choices is not None and value not in spec.choices:
