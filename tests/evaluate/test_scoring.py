@@ -391,6 +391,8 @@ def test_missing_inputs_are_input_errors(sequence: Path, masks: Path, tmp_path: 
     assert info.value.exit_code == 2 and "\n" not in str(info.value)
     with pytest.raises(InputError, match="masks folder"):
         evaluate(tmp_path / "no_masks", sequence / "groundtruth")
+    with pytest.raises(InputError, match=r"bin000001\.png is not a folder; pass the output"):
+        evaluate(masks / "bin000001.png", sequence / "groundtruth")  # it said "does not exist"
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"bin%06d\.png"):
         evaluate(tmp_path / "empty", sequence / "groundtruth")
