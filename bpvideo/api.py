@@ -60,11 +60,17 @@ def iter_separate(
     **options
         Options of ``bpvideo separate`` (see :mod:`bpvideo.settings`).
 
-    Yields
+    Returns
+    -------
+    iterator of Window
+        Finished windows, made as it is iterated: ``index``, ``numbers`` (frame indices),
+        ``frames``, ``masks``, ``background_frames``, ``foreground``, ``report``.
+
+    Raises
     ------
-    Window
-        Finished windows: ``index``, ``numbers`` (frame indices), ``frames``, ``masks``,
-        ``background_frames``, ``foreground``, ``report``.
+    InputError
+        Bad options or frames, when called (not at the first window); a frame of another
+        shape when it is reached.
 
     Examples
     --------
@@ -79,7 +85,12 @@ def iter_separate(
     settings = settings_of(options, arrays=True)
     source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
-    job = Job.of(source, settings, callback=callback, empty_scene=scene)
+    return _windows(Job.of(source, settings, callback=callback, empty_scene=scene))
+
+
+def _windows(job: Job) -> Iterator[Window]:
+    """The finished windows of ``job``: a generator, so that :func:`iter_separate` checks
+    its arguments when called, not at the first window."""
     with threadpool_limits(limits=1, user_api="blas"):
         yield from gather_windows(iter_blocks(job))
 

@@ -91,6 +91,9 @@ def test_errors_are_value_errors_in_library_words(options, message: str) -> None
         bpvideo.separate(frames, **options)
     assert isinstance(info.value, InputError) and isinstance(info.value, bpvideo.BpvideoError)
     assert "--" not in str(info.value)  # no command-line flags in the library's messages
+    if "progress" not in options and options != {"rank": 30}:  # that one: at its window
+        with pytest.raises(ValueError, match=message):  # when called, not when iterated
+            bpvideo.iter_separate(frames, **options)
 
 
 def test_not_frames() -> None:
