@@ -19,6 +19,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from bpvideo.background.empty_scene import given_scene, reopen_array
+from bpvideo.errors import callable_argument
 from bpvideo.pipeline.plan import Job, plan_run
 from bpvideo.pipeline.run import iter_blocks
 from bpvideo.progress import ProgressCallback, track
@@ -59,11 +60,17 @@ def iter_separate(
     **options
         Options of ``bpvideo separate`` (see :mod:`bpvideo.settings`).
 
-    Yields
+    Returns
+    -------
+    iterator of Window
+        Finished windows, made as it is iterated: ``index``, ``numbers`` (frame indices),
+        ``frames``, ``masks``, ``background_frames``, ``foreground``, ``report``.
+
+    Raises
     ------
-    Window
-        Finished windows: ``index``, ``numbers`` (frame indices), ``frames``, ``masks``,
-        ``background_frames``, ``foreground``, ``report``.
+    InputError
+        Bad options or frames, when called (not at the first window); a frame of another
+        shape when it is reached.
 
     Examples
     --------
@@ -74,10 +81,16 @@ def iter_separate(
     >>> sum(len(w.masks) for w in windows)
     30
     """
+    callable_argument("callback", callback)
     settings = settings_of(options, arrays=True)
     source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))
-    job = Job.of(source, settings, callback=callback, empty_scene=scene)
+    return _windows(Job.of(source, settings, callback=callback, empty_scene=scene))
+
+
+def _windows(job: Job) -> Iterator[Window]:
+    """The finished windows of ``job``: a generator, so that :func:`iter_separate` checks
+    its arguments when called, not at the first window."""
     with threadpool_limits(limits=1, user_api="blas"):
         yield from gather_windows(iter_blocks(job))
 
@@ -119,6 +132,8 @@ def separate(
     InputError
         Bad options or frames (also a :class:`ValueError`).
     """
+    callable_argument("callback", callback)
+    callable_argument("progress", progress)
     settings = settings_of(options, arrays=True)
     source = open_arrays(frames, settings)
     scene = given_scene(settings, source, reopen_array(frames, settings))

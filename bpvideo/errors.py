@@ -14,19 +14,23 @@ them as command-line flags (``--rank 0 must be >= 1``).
 from __future__ import annotations
 
 import copy
+import os
 import re
 import reprlib
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "ArgumentTypeError",
     "BpvideoError",
     "ConvergenceWarning",
     "Diverged",
     "InputError",
     "Terminated",
     "WorkError",
+    "callable_argument",
     "literal",
+    "path_argument",
     "shown",
 ]
 
@@ -54,14 +58,32 @@ def shown(value: Any) -> str:
     --------
     >>> shown("two"), shown([1, 2]), shown(list(range(100)))
     ("'two'", '[1, 2]', '[0, 1, 2, 3, 4, 5, ...]')
+    >>> import numpy as np
+    >>> shown(np.ones((36, 48), bool)), shown([np.ones((2, 2))])
+    ('<bool array of shape (36, 48)>', '[<float64 array of shape (2, 2)>]')
     """
-    text = _SHOWN.repr(value)
+    if _is_array(value):
+        return f"<{value.dtype} array of shape {tuple(value.shape)}>"
+    if isinstance(value, (list, tuple)) and any(_is_array(v) for v in value):
+        text = ", ".join(shown(v) for v in value[: _SHOWN.maxlist])
+        text = f"[{text}]" if len(value) <= _SHOWN.maxlist else f"[{text}, ...]"
+    else:
+        text = " ".join(_SHOWN.repr(value).split())  # a repr of several lines on one
     return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
+def _is_array(value: Any) -> bool:
+    """An array (numpy's, CuPy's ...) of one dimension or more: its repr has many lines."""
+    return getattr(value, "ndim", 0) > 0 and hasattr(value, "dtype") and hasattr(value, "shape")
+
+
 def _value_text(value: Any) -> str:
-    """A value as a message shows it: strings quoted, everything else as printed."""
-    return shown(value) if isinstance(value, (str, list, tuple, dict, set)) else str(value)
+    """A value as a message shows it: strings quoted, arrays by dtype and shape, everything
+    else as printed, on one line."""
+    if isinstance(value, (str, list, tuple, dict, set)) or _is_array(value):
+        return shown(value)
+    text = " ".join(str(value).split())
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
 
 
 class BpvideoError(Exception):
@@ -186,6 +208,53 @@ class InputError(BpvideoError, ValueError):
     """
 
     exit_code = 2
+
+
+class ArgumentTypeError(InputError, TypeError):
+    """An argument of the library of the wrong kind (a number where a function goes, an
+    int where a path goes): an :class:`InputError` that is also a :class:`TypeError`."""
+
+
+def _quoted(value: Any) -> str:
+    """A value for a message template: on one line (an array's repr has several), braces
+    doubled."""
+    return literal(_value_text(value))
+
+
+def callable_argument(name: str, value: Any) -> None:
+    """Refuse a ``callback`` or ``progress`` that cannot be called, before any work.
+
+    Examples
+    --------
+    >>> callable_argument("callback", 5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.ArgumentTypeError: callback=5 is not callable: pass a function of ...
+    """
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(
+            f"{name}={_quoted(value)} is not callable: pass a function of one argument, or None"
+        )
+
+
+def path_argument(name: str, value: Any) -> str:
+    """``value`` as a path string; a value that is not a path (an int, None, an array) is
+    refused with the argument's name.
+
+    Examples
+    --------
+    >>> path_argument("input", 5)
+    Traceback (most recent call last):
+    ...
+    bpvideo.errors.ArgumentTypeError: input=5 is not a path: give a str or pathlib.Path
+    """
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{name}={_quoted(value)} is not a path: give a str or pathlib.Path"
+        ) from None
+    return path if isinstance(path, str) else os.fsdecode(path)
 
 
 class WorkError(BpvideoError):

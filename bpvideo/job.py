@@ -30,7 +30,14 @@ from threadpoolctl import threadpool_limits
 
 from bpvideo.background import tuning
 from bpvideo.background.empty_scene import given_scene, reopen_file
-from bpvideo.errors import BpvideoError, InputError, Terminated, literal
+from bpvideo.errors import (
+    BpvideoError,
+    InputError,
+    Terminated,
+    callable_argument,
+    literal,
+    path_argument,
+)
 from bpvideo.evaluate.groundtruth import check_groundtruth
 from bpvideo.evaluate.scoring import evaluate
 from bpvideo.events.online import OnlineEvents
@@ -207,8 +214,11 @@ def run_job(
 ) -> Outcome:
     """Run one job (see the module docstring); what it wrote."""
     clock = Stopwatch()
+    input = path_argument("input", input)
+    output = None if output is None else path_argument("output", output)
+    callable_argument("callback", callback)
+    callable_argument("progress", progress)
     settings = settings_of(options, arrays=False)
-    input = os.fspath(input)
     live = is_live(input, settings)
     out_path = output_path(input, output, settings)
     check_job(input, out_path, settings)

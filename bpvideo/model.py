@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 from bpvideo.api import open_arrays
 from bpvideo.background import tuning
 from bpvideo.background.online import OnlineBackground
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, callable_argument
 from bpvideo.pipeline.learned import LearnedBackground, iter_learned_blocks, learn
 from bpvideo.pipeline.online import apply_batch, learn_frames, online_background
 from bpvideo.records import Stopwatch
@@ -78,6 +78,7 @@ class BackgroundModel:
         BackgroundModel
             ``self``.
         """
+        callable_argument("callback", callback)
         if isinstance(frames, (str, os.PathLike)):
             source = open_source(frames, **self.settings.selection(), scale=self.settings.scale)
         else:

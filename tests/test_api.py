@@ -81,6 +81,8 @@ def test_options_are_the_cli_options(street) -> None:
         ({"rnak": 2}, "unknown option.*rnak.*did you mean 'rank'"),
         ({"lossless": True}, "lossless applies to files: use bpvideo.separate_file"),
         ({"rank": 30}, "rank=30 must be < number of frames"),
+        ({"callback": 5}, "callback=5 is not callable"),  # before the work, not inside it
+        ({"progress": "bar"}, "progress='bar' is not callable"),
     ],
 )
 def test_errors_are_value_errors_in_library_words(options, message: str) -> None:
@@ -89,6 +91,9 @@ def test_errors_are_value_errors_in_library_words(options, message: str) -> None
         bpvideo.separate(frames, **options)
     assert isinstance(info.value, InputError) and isinstance(info.value, bpvideo.BpvideoError)
     assert "--" not in str(info.value)  # no command-line flags in the library's messages
+    if "progress" not in options and options != {"rank": 30}:  # that one: at its window
+        with pytest.raises(ValueError, match=message):  # when called, not when iterated
+            bpvideo.iter_separate(frames, **options)
 
 
 def test_not_frames() -> None:
@@ -101,6 +106,11 @@ def test_not_frames() -> None:
     frames, _ = tiny_frames(n=6)
     with pytest.raises(InputError, match="frame 3 is 20x10 but frame 0 is 48x36"):
         bpvideo.separate([*frames[:3], frames[3][:10, :20], *frames[4:]])
+    # 12-bit frames are refused with the divisor, not clipped to white (all background).
+    with pytest.raises(InputError, match=r"uint16 with .*divide by 16 \(its values take 12"):
+        bpvideo.separate(frames.astype(np.uint16) * 16)
+    with pytest.raises(TypeError, match=r"^input=5 is not a path: give a str or pathlib\.Path$"):
+        bpvideo.separate_file(5, "out")
 
 
 def test_separate_file_is_what_the_cli_does(tiny_clip: Path, tmp_path: Path, run_cli) -> None:

@@ -38,3 +38,16 @@ def test_a_frame_of_another_size_while_learning_is_refused():
     assert live.apply(_frames(3)) is None
     with pytest.raises(InputError, match=r"is 40x30 but the first frame given was 32x24"):
         live.apply(np.zeros((30, 40), np.uint8))
+
+
+@pytest.mark.parametrize("level", [0, 100])
+def test_a_still_scene_without_noise_is_learned(level: int):
+    # All-black frames (a covered lens, night) failed with ZeroDivisionError, a flat grey
+    # scene with LinAlgError: the background spans nothing / its coefficients no spread.
+    still = np.full((12, 24, 32), level, np.uint8)
+    seen = still[:2].copy()
+    seen[:, 8:16, 10:20] = 200
+    model = bpvideo.BackgroundModel().fit(still)
+    masks = model.apply(seen)
+    assert not model.apply(still[:1]).any()
+    assert masks[:, 8:16, 10:20].mean() > 0.8 and masks.sum() <= 2 * 8 * 10

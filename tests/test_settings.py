@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import fields
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,6 +113,9 @@ def test_spellings_of_an_option() -> None:
         SeparateSettings.from_mapping({"rnak": 2})
     with pytest.raises(InputError, match="given twice"):
         SeparateSettings.from_mapping({"a": 0.2, "inertia_a": 0.3})
+    # pathlib.Path where a path goes, as Python callers write it (was "must be a string").
+    settings = SeparateSettings.from_mapping({"mask": Path("m.png"), "roi": [Path("r.png")]})
+    assert (settings.mask, settings.roi) == ("m.png", ("r.png",))
     flags = cli_flags()
     assert flags["a"] == "--inertia-a" and flags["gray"] == "--gray/--color"
     assert flags["max_iter"] == "--max-iter" and flags["output"] == "-o"
@@ -131,6 +135,12 @@ def test_errors_in_library_words_and_as_flags() -> None:
     with pytest.raises(InputError) as info:
         SeparateSettings.from_mapping({"mask": "m.png", "observe": 0.5})
     assert info.value.render(cli_flags()) == "--mask and --observe cannot be combined: choose one"
+    # An array where a path goes: one line naming it, not numpy's repr of many lines.
+    with pytest.raises(InputError) as info:
+        SeparateSettings.from_mapping({"roi": np.ones((36, 48), bool)})
+    assert str(info.value).startswith("roi=<bool array of shape (36, 48)> must be a polygon")
+    with pytest.raises(InputError, match=r"^mask=<uint8 array .* must be a path$"):
+        SeparateSettings.from_mapping({"mask": np.ones((36, 48), np.uint8)})
 
 
 def test_learn_span() -> None:

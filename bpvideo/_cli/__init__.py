@@ -333,6 +333,11 @@ def evaluate(
     from bpvideo.evaluate.scoring import evaluate as score
 
     configure_logging(verbosity_level(verbose, quiet))  # --logfile once the guard has seen it
+    if csv_path == "-":  # elsewhere "-" is stdout: a file named "-" is never what is meant
+        raise InputError(
+            "--csv -: the per-frame scores go to a file: give its path (--csv scores.csv), "
+            "or --json for all the scores, per frame too, on stdout"
+        )
     if csv_path is None and (Path(masks) / "masks").is_dir():
         csv_path = str(Path(masks) / "evaluation.csv")
     check_evaluation(masks, groundtruth, roi, temporal_roi, csv_path, logfile=logfile)

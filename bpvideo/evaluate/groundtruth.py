@@ -16,7 +16,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from bpvideo.errors import InputError, literal
+from bpvideo.errors import InputError, literal, path_argument
 from bpvideo.sources.headers import read_image, read_text
 
 __all__ = [
@@ -162,9 +162,10 @@ def load_groundtruth(path: str | Path) -> GroundTruth:
     Raises
     ------
     InputError
-        The path does not exist or holds no numbered ground-truth image.
+        The path does not exist or holds no numbered ground-truth image; it is not a path
+        (also a :class:`TypeError`).
     """
-    path = Path(path)
+    path = Path(path_argument("groundtruth", path))
     if not path.exists():
         raise InputError(
             f"ground truth {path} does not exist; pass a changedetection.net groundtruth/ "

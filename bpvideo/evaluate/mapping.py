@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bpvideo.errors import InputError
+from bpvideo.errors import InputError, literal
 from bpvideo.evaluate.groundtruth import GroundTruth
 from bpvideo.sources.headers import read_text
 
@@ -174,8 +174,9 @@ def _span(numbers: Sequence[int]) -> str:
 def _resolve_masks(path: Path) -> tuple[Path, Path | None]:
     """Masks folder and the ``summary.json`` that may describe them."""
     if not path.is_dir():
+        what = "is not a folder" if path.exists() else "does not exist"
         raise InputError(
-            f"masks folder {path} does not exist; pass the output directory of "
+            f"masks folder {literal(path)} {what}; pass the output directory of "
             "`bpvideo separate` or its masks/ folder of bin%06d.png files"
         )
     if (path / "masks").is_dir():

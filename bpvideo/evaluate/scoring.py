@@ -36,7 +36,15 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import BpvideoError, InputError, WorkError, literal
+from bpvideo.errors import (
+    ArgumentTypeError,
+    BpvideoError,
+    InputError,
+    WorkError,
+    literal,
+    path_argument,
+    shown,
+)
 from bpvideo.evaluate.groundtruth import (
     IS_BACKGROUND,
     IS_FOREGROUND,
@@ -263,10 +271,9 @@ def evaluate(
     set to background), with data range 1. Epsilon-proximity counts the same pixels as
     the confusion counts. Metrics with a zero denominator are 0.0.
     """
-    found = mask_set(Path(masks), frame_numbers, video)
+    _check_arguments(roi, temporal_roi, frame_numbers, epsilon)
+    found = mask_set(Path(path_argument("masks", masks)), frame_numbers, video)
     gt = groundtruth if isinstance(groundtruth, GroundTruth) else load_groundtruth(groundtruth)
-    if not epsilon >= 0 or not math.isfinite(epsilon):
-        raise InputError(f"epsilon ({epsilon}) must be a finite number >= 0; pass e.g. 0.5")
     pairs, rule = map_frames(gt, found)
     pairs, temporal_roi = _in_temporal_roi(gt, pairs, temporal_roi)
     roi_mask, roi_source = _region(gt, roi)
@@ -351,6 +358,40 @@ def _in_temporal_roi(
             f"{first}-{last}; pass a temporal ROI that overlaps the separated frames"
         )
     return pairs, (first, last)
+
+
+def _check_arguments(roi: Any, temporal_roi: Any, frame_numbers: Any, epsilon: Any) -> None:
+    """Refuse arguments of :func:`evaluate` of the wrong kind by name, before any file is
+    read (they failed inside it with IndexError, or int()'s and pathlib's own messages)."""
+    if roi is not None and not isinstance(roi, np.ndarray):
+        path_argument("roi", roi)
+    if temporal_roi is not None and not _integers(temporal_roi, 2):
+        raise ArgumentTypeError(
+            f"temporal_roi={literal(shown(temporal_roi))} must be two frame numbers "
+            "(first, last): e.g. (470, 1700)"
+        )
+    if frame_numbers is not None and not _integers(frame_numbers):
+        raise ArgumentTypeError(
+            f"frame_numbers={literal(shown(frame_numbers))} must be a sequence of integers: "
+            "the source number of each mask's frame, in mask order"
+        )
+    if isinstance(epsilon, (bool, str)) or not isinstance(epsilon, (int, float, np.number)):
+        raise ArgumentTypeError(f"epsilon={literal(shown(epsilon))} must be a number: e.g. 0.5")
+    if not epsilon >= 0 or not math.isfinite(epsilon):
+        raise InputError(f"epsilon ({epsilon}) must be a finite number >= 0; pass e.g. 0.5")
+
+
+def _integers(value: Any, count: int | None = None) -> bool:
+    """Whether ``value`` is a sequence (of ``count`` items) of whole numbers."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        return False
+    items = list(np.ravel(value)) if isinstance(value, np.ndarray) else list(value)
+    return (count is None or len(items) == count) and all(
+        isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, bool)
+        and float(v).is_integer()
+        for v in items
+    )
 
 
 def _region(

@@ -175,7 +175,8 @@ def _prior(coefficients: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarr
     q = len(mean)
     spread = coefficients - mean[:, None]
     cov = spread @ spread.T / max(coefficients.shape[1] - 1, 1)
-    cov += np.eye(q) * max(float(np.trace(cov)) / q, noise**2) * 1e-3  # never singular
+    ridge = max(float(np.trace(cov)) / q, noise**2) or 1.0  # a still, noiseless scene: 0
+    cov += np.eye(q) * ridge * 1e-3  # never singular
     return mean, noise**2 * np.linalg.inv(cov)
 
 

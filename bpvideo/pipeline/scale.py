@@ -304,17 +304,21 @@ class Background:
         """An orthonormal basis (m x q, float32) of the space the columns of ``L`` span.
 
         From the factors (their ``left``: q = its columns), or from a thin SVD of the dense
-        ``L`` keeping ``rank`` columns (all that are not negligible when None).
+        ``L`` keeping ``rank`` columns (all that are not negligible when None). An ``L`` of
+        zeros (all-black frames) spans nothing: its basis is the flat image, the way a
+        blank scene changes (light), so that q >= 1 for the models fitted on it.
         """
         if self.left is not None:
             Q, R = np.linalg.qr(self.left.astype(np.float64))
             keep = np.abs(np.diag(R)) > 1e-9 * max(float(np.abs(R).max()), 1e-30)
-            return np.ascontiguousarray(Q[:, keep], dtype=np.float32)
-        U, s, _ = np.linalg.svd(self.dense.astype(np.float64), full_matrices=False)
-        keep = s > 1e-9 * max(float(s[0]) if s.size else 0.0, 1e-30)
-        if rank is not None:
-            keep[rank:] = False
-        return np.ascontiguousarray(U[:, keep], dtype=np.float32)
+        else:
+            Q, s, _ = np.linalg.svd(self.dense.astype(np.float64), full_matrices=False)
+            keep = s > 1e-9 * max(float(s[0]) if s.size else 0.0, 1e-30)
+            if rank is not None:
+                keep[rank:] = False
+        if not keep.any():
+            return np.full((Q.shape[0], 1), 1 / np.sqrt(Q.shape[0]), dtype=np.float32)
+        return np.ascontiguousarray(Q[:, keep], dtype=np.float32)
 
 
 def upsample_factors(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,6 +123,7 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         if spec.optional:
             return None
         raise _bad(name, value, "must be set")
+    value = _path_text(value)
     kind = spec.kind
     if kind == "bool":
         if isinstance(value, bool):
@@ -148,13 +150,22 @@ def check_value(name: str, spec: Spec, value: Any) -> Any:
         return _check_number(name, spec, value, kind)
     if kind in ("str", "path"):
         if not isinstance(value, str):
-            raise _bad(name, value, "must be a string")
+            what = "a path" if kind == "path" else "a string"
+            raise _bad(name, value, f"must be {what}")
         if kind == "path" and (not value.strip() or "\0" in value):
             raise _bad(name, value, "must be a path (not empty, no NUL character)")
         if spec.choices is not None and value not in spec.choices:
             raise _bad(name, value, f"must be one of: {', '.join(spec.choices)}")
         return value
     raise AssertionError(f"unknown option kind {kind!r}")  # pragma: no cover
+
+
+def _path_text(value: Any) -> Any:
+    """A ``pathlib.Path`` (any ``os.PathLike``) as the string it names: Python callers pass
+    paths as often as strings; anything else as it is."""
+    if isinstance(value, os.PathLike):
+        return os.fsdecode(os.fspath(value))
+    return value
 
 
 def _check_reference(name: str, value: Any) -> str:
@@ -190,6 +201,7 @@ def _each(name: str, value: Any, parse: Any, what: str) -> tuple[str, ...]:
     specs = [value] if isinstance(value, str) else value
     if not isinstance(specs, (list, tuple)):
         raise _bad(name, value, f"must be {what}")
+    specs = [_path_text(spec) for spec in specs]
     for spec in specs:
         parse(spec, name)
     return tuple(specs)

@@ -9,7 +9,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,10 @@ def find_events(
     ``numbers`` (default 1, 2, ...) and ``times`` in seconds (default ``(number - 1) /
     fps``) label the frames.
     """
-    masks = np.asarray(masks, dtype=bool)
+    try:
+        masks = np.asarray(list(masks) if isinstance(masks, Iterator) else masks, dtype=bool)
+    except ValueError:  # frames of several shapes: numpy's message names no argument
+        raise InputError("masks are of several shapes: give (T, H, W) booleans") from None
     if masks.ndim != 3:
         raise InputError(f"masks of shape {masks.shape}: give (T, H, W) booleans")
     n = len(masks)

@@ -28,6 +28,7 @@ __all__ = [
     "check_mask",
     "check_positive",
     "check_problem",
+    "check_start",
     "relative_change",
     "relative_residual",
     "to_host",
@@ -182,9 +183,13 @@ def as_float(A: Any) -> np.ndarray:
     Raises
     ------
     InputError
-        Entries that are NaN or infinite (LAPACK failed on them with a LinAlgError).
+        Entries that are not real numbers (strings, complex), or NaN or infinite (LAPACK
+        failed on them with a LinAlgError).
     """
     A = np.asarray(A)
+    if A.dtype.kind not in "biuf":
+        raise InputError(f"the data are of dtype {A.dtype}: give a real-valued matrix "
+                         "(pixels x frames), uint8 or float")  # fmt: skip
     if A.dtype not in (np.float32, np.float64):
         A = A.astype(np.float32)
     if not np.isfinite(A.sum()) and not np.isfinite(A).all():  # the sum: no copy
@@ -196,6 +201,64 @@ def as_float(A: Any) -> np.ndarray:
 
 def _bad(name: str, value: Any, rule: str) -> InputError:
     return InputError(f"{{{name}=}} {rule}", option=(name, value))
+
+
+def _real(name: str, value: Any, rule: str) -> float:
+    """``value`` as a float; a string, None or a bool is refused with ``rule`` (float()
+    would raise its own message, or read a string)."""
+    try:
+        if isinstance(value, (str, bytes, bool)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise _bad(name, value, rule) from None
+
+
+def _finite(X: Any) -> bool:
+    """Whether every entry of ``X`` is finite; the sum first, which makes no copy."""
+    return math.isfinite(float(X.sum())) or bool(np.isfinite(X).all())
+
+
+def check_start(L0: Any, S0: Any, shape: tuple[int, int]) -> None:
+    """Refuse a starting point that does not fit the data, before the solve broadcasts it.
+
+    Parameters
+    ----------
+    L0 : (m, n) array, or ((m, k), (n, k)) factors, or None
+    S0 : (m, n) array or None
+    shape : (int, int)
+        ``(m, n)``, the data's.
+
+    Raises
+    ------
+    InputError
+        A shape other than the data's, or entries that are NaN or infinite.
+    """
+    m, n = shape
+    for name, value in (("L0", L0), ("S0", S0)):
+        if value is None:
+            continue
+        if name == "L0" and isinstance(value, tuple):
+            parts = [f if hasattr(f, "shape") else np.asarray(f) for f in value]
+            got: Any = tuple(tuple(f.shape) for f in parts)
+            fits = (
+                len(parts) == 2
+                and all(len(f.shape) == 2 for f in parts)
+                and (parts[0].shape[0], parts[1].shape[0]) == (m, n)
+                and parts[0].shape[1] == parts[1].shape[1]
+            )
+            want = f"factors of shapes ({m}, k) and ({n}, k)"
+        else:
+            parts = [value if hasattr(value, "shape") else np.asarray(value)]
+            got = tuple(parts[0].shape)
+            fits, want = got == (m, n), f"an array of shape {(m, n)}"
+        if not fits:
+            raise InputError(
+                f"{name} has shape {got} but the data are {(m, n)}: give {want}, or leave "
+                f"{name}=None"
+            )
+        if not all(_finite(f) for f in parts):
+            raise InputError(f"{name} holds NaN or infinite entries: give finite numbers")
 
 
 def check_problem(
@@ -240,17 +303,22 @@ def check_problem(
             f"must be < number of frames ({n}) and pixels ({m}): lower {{rank}} or give more "
             "frames",
         )
-    if not (0.0 < float(sparsity) < 1.0):
-        raise _bad("sparsity", sparsity, "must be in (0, 1): try {sparsity=0.1}")
-    if not (0.0 < float(gamma) <= 2.0):
-        raise _bad("gamma", gamma, "must be in (0, 2]: the paper recommends 1.1")
+    rule = "must be in (0, 1): try {sparsity=0.1}"
+    if not (0.0 < _real("sparsity", sparsity, rule) < 1.0):
+        raise _bad("sparsity", sparsity, rule)
+    rule = "must be in (0, 2]: the paper recommends 1.1"
+    if not (0.0 < _real("gamma", gamma, rule) <= 2.0):
+        raise _bad("gamma", gamma, rule)
     for name, value in (("a", a), ("b", b)):
-        if not (0.0 <= float(value) < 1.0):
-            raise _bad(name, value, "(inertia) must be in [0, 1): the paper uses 0.5")
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise _bad("max_iter", max_iter, "must be a positive integer: try {max_iter=100}")
-    if not (float(tol) >= 0.0) or not math.isfinite(float(tol)):
-        raise _bad("tol", tol, "must be a finite number >= 0: try {tol=0.001}")
+        rule = "(inertia) must be in [0, 1): the paper uses 0.5"
+        if not (0.0 <= _real(name, value, rule) < 1.0):
+            raise _bad(name, value, rule)
+    rule = "must be a positive integer: try {max_iter=100}"
+    if not _real("max_iter", max_iter, rule).is_integer() or max_iter < 1:
+        raise _bad("max_iter", max_iter, rule)
+    rule = "must be a finite number >= 0: try {tol=0.001}"
+    if not (_real("tol", tol, rule) >= 0.0) or not math.isfinite(float(tol)):
+        raise _bad("tol", tol, rule)
 
 
 def check_mask(

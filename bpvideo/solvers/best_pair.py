@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bpvideo.errors import Diverged, InputError
+from bpvideo.errors import Diverged, InputError, callable_argument
 from bpvideo.solvers._common import (
     Callback,
     History,
@@ -40,6 +40,7 @@ from bpvideo.solvers._common import (
     as_float,
     check_mask,
     check_problem,
+    check_start,
 )
 from bpvideo.solvers.backends import Backend, get_backend, to_host
 from bpvideo.solvers.projections import RankProjector, project_rank, project_sparse, sparse_counts
@@ -239,6 +240,8 @@ def best_pair(
     A = as_float(A)
     check_problem(A.shape, rank, sparsity, gamma, a, b, max_iter, tol)
     mask = check_mask(mask, A.shape)
+    check_start(L0, S0, A.shape)
+    callable_argument("callback", callback)
     kernels = get_backend(backend)
     dtype = A.dtype
     method = "ncf" if (gamma == 1.0 and a == 0.0 and b == 0.0) else "bestpair"

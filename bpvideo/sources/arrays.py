@@ -5,7 +5,9 @@
 them one at a time, so memory stays bounded by the window). uint8 frames are used as
 they are; other dtypes are grey levels 0..255, rounded and clipped to uint8. Images of
 0..1 are refused, not read as black: a float first frame whose values all lie in 0..1
-(not all 0) is taken for one, with the fix (multiply by 255). Frames are numbered from 0,
+(not all 0) is taken for one, with the fix (multiply by 255); so are frames of more than
+8 bits, not read as white: a first frame with values above :data:`DEEP_FRAME` (a 16-bit
+camera's) is refused with the divisor that makes it 0..255. Frames are numbered from 0,
 as a video's.
 """
 
@@ -30,7 +32,10 @@ from bpvideo.sources.stream import (
 
 __all__ = ["as_bgr", "open_frames"]
 
-#: Frame rate of frames given in memory (they carry none) unless ``fps`` says otherwise.
+#: Above this, a first frame is taken for one of more than 8 bits (10-, 12-, 16-bit
+#: cameras), refused with the divisor that makes it 0..255 rather than clipped to white;
+#: up to it, values past 255 are overshoot (of a gain, a filter) and are clipped.
+DEEP_FRAME = 511
 
 
 def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
@@ -73,6 +78,12 @@ def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
             raise InputError(
                 f"frame 0 is {image.dtype} with values in 0..1 (at most {values.max():g}): "
                 "frames are grey levels 0..255; multiply by 255 (or give uint8)"
+            )
+        if index == 0 and (top := float(values.max())) > DEEP_FRAME:
+            bits = int(top).bit_length()
+            raise InputError(
+                f"frame 0 is {image.dtype} with values up to {top:g}: frames are grey levels "
+                f"0..255; divide by {2 ** (bits - 8)} (its values take {bits} bits) or give uint8"
             )
         image = np.clip(np.rint(values), 0, 255).astype(np.uint8)
     if image.ndim == 2:

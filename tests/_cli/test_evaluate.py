@@ -81,7 +81,9 @@ def test_evaluate_cli_table_options_and_csv(
     assert (int(rows[1]["TP"]), int(rows[1]["FN"])) == (4, 2)
 
 
-def test_evaluate_cli_bad_input(run_cli, hand_case: tuple[Path, Path], tmp_path: Path) -> None:
+def test_evaluate_cli_bad_input(
+    run_cli, hand_case: tuple[Path, Path], tmp_path: Path, monkeypatch
+) -> None:
     out, seq = hand_case
     res = run_cli("evaluate", tmp_path / "nope", seq / "groundtruth")
     assert res.code == 2 and res.err.startswith("bpvideo: error: ") and res.err.count("\n") == 1
@@ -90,6 +92,10 @@ def test_evaluate_cli_bad_input(run_cli, hand_case: tuple[Path, Path], tmp_path:
     assert res.code == 2 and "swap" in res.err
     res = run_cli("evaluate", out, seq / "groundtruth", "--temporal-roi", tmp_path / "none.txt")
     assert res.code == 2 and "none.txt" in res.err
+    monkeypatch.chdir(tmp_path)
+    res = run_cli("evaluate", out, seq / "groundtruth", "--csv", "-")
+    assert res.code == 2 and "--csv -: the per-frame scores go to a file" in res.err
+    assert not (tmp_path / "-").exists()  # it wrote a file named "-"
     assert not (out / "evaluation.csv").exists()  # nothing written on failure
 
 

@@ -391,11 +391,34 @@ def test_missing_inputs_are_input_errors(sequence: Path, masks: Path, tmp_path: 
     assert info.value.exit_code == 2 and "\n" not in str(info.value)
     with pytest.raises(InputError, match="masks folder"):
         evaluate(tmp_path / "no_masks", sequence / "groundtruth")
+    with pytest.raises(InputError, match=r"bin000001\.png is not a folder; pass the output"):
+        evaluate(masks / "bin000001.png", sequence / "groundtruth")  # it said "does not exist"
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"bin%06d\.png"):
         evaluate(tmp_path / "empty", sequence / "groundtruth")
     with pytest.raises(InputError, match=r"no gt%06d\.png"):
         evaluate(masks, tmp_path / "empty")
+    for args, name in (((None, sequence), "masks=None"), ((masks, 5), "groundtruth=5")):
+        with pytest.raises(TypeError, match=f"^{name} is not a path: give a str or"):
+            evaluate(*args)  # not pathlib's message, which names no argument
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"temporal_roi": (12,)}, r"^temporal_roi=\(12,\) must be two frame numbers"),
+        ({"temporal_roi": "11:12"}, r"^temporal_roi='11:12' must be two frame numbers"),
+        ({"frame_numbers": 5}, "^frame_numbers=5 must be a sequence of integers"),
+        ({"frame_numbers": ["a", "b"]}, "^frame_numbers=.* must be a sequence of integers"),
+        ({"epsilon": None}, "^epsilon=None must be a number"),
+        ({"roi": 5}, "^roi=5 is not a path"),
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_named(sequence, masks, kwargs, message) -> None:
+    # Before the fix: IndexError, int()'s or pathlib's messages, from inside the scoring.
+    with pytest.raises(TypeError, match=message) as info:
+        evaluate(masks, sequence / "groundtruth", **kwargs)
+    assert isinstance(info.value, InputError)
 
 
 def test_mask_size_mismatch_names_the_file(sequence: Path, masks: Path) -> None:

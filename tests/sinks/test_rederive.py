@@ -24,6 +24,11 @@ def test_events_of_masks_have_their_known_frames_and_times():
     (event,) = bpvideo.events(_masks(), fps=10, event_pad=0)
     assert (event.start_frame, event.end_frame) == (11, 20)
     assert (event.start_time, event.end_time) == ("00:00:01.000", "00:00:02.000")
+    # Masks as a generator give the same (they were "masks of shape ()"); of two shapes,
+    # a one-line refusal (was numpy's "inhomogeneous shape").
+    assert bpvideo.events(iter(_masks()), fps=10, event_pad=0) == [event]
+    with pytest.raises(InputError, match=r"^masks are of several shapes: give"):
+        bpvideo.events([*_masks()[:3], np.zeros((4, 4), bool)])
 
 
 @pytest.mark.parametrize("fps", [0, 0.0, -5, float("nan"), float("inf"), None])

@@ -121,12 +121,22 @@ def test_starting_point_used() -> None:
         ({"gamma": 0.0}, "gamma"),
         ({"gamma": 2.5}, "gamma"),
         ({"max_iter": 0}, "max_iter"),
+        # Wrong kinds: named, not float()'s or numpy's broadcasting message from inside.
+        ({"sparsity": "x"}, r"sparsity='x' must be in \(0, 1\)"),
+        ({"gamma": None}, "gamma=None must be in"),
+        ({"tol": "1e-3"}, "tol='1e-3' must be a finite number"),
+        ({"L0": np.zeros((3, 3))}, r"L0 has shape \(3, 3\) but the data are \(50, 40\)"),
+        ({"L0": (np.zeros((50, 2)), np.zeros((9, 2)))}, "L0 has shape"),
+        ({"S0": np.zeros((40, 50))}, "S0 has shape"),
+        ({"L0": np.full((50, 40), np.nan)}, "L0 holds NaN"),
+        ({"callback": 5}, "callback=5 is not callable"),
+        ({"A": np.full((50, 40), "a")}, "dtype <U1: give a real-valued matrix"),
+        ({"A": np.ones((50, 40), complex)}, "dtype complex128"),
     ],
 )
 def test_bad_parameters(kwargs: dict, match: str) -> None:
-    A = np.ones((50, 40))
-    args = {"rank": 2, "sparsity": 0.1} | kwargs
-    rank, sparsity = args.pop("rank"), args.pop("sparsity")
+    args = {"rank": 2, "sparsity": 0.1, "A": np.ones((50, 40))} | kwargs
+    A, rank, sparsity = args.pop("A"), args.pop("rank"), args.pop("sparsity")
     with pytest.raises(InputError, match=match):
         best_pair(A, rank, sparsity, **args)
 
