@@ -72,7 +72,7 @@ from bpvideo.sources.clock import input_clock
 from bpvideo.sources.files import FrameSource, check_input_name, open_source
 from bpvideo.sources.live import (
     LiveReader,
-    check_live_options,
+    check_input_options,
     is_live,
     open_live,
     signalled,
@@ -190,7 +190,7 @@ def output_path(input: str, output: str | os.PathLike | None, settings: Separate
 def check_job(input: str, out_path: str, settings: SeparateSettings) -> None:
     """Refuse a job before anything is opened: options that do not apply to its source,
     paths written that are read (the guard), an unusable OUTDIR."""
-    check_live_options(input, settings)
+    check_input_options(input, settings)
     if not is_live(input, settings):
         check_input_name(input)
     RawMaskSink.check(settings.masks_to)

@@ -41,6 +41,11 @@ MAX_TEXT_BYTES = 16 * 2**20
 MAX_CONFIG_BYTES = 4 * 2**20
 MAX_CONFIG_NODES = 200_000
 MAX_CONFIG_DEPTH = 64
+#: Threads of one solver (``threads``), and worker processes of a batch (``workers``):
+#: each worker is a process of its own (about 100 MiB before its first frame), so the
+#: bound keeps a typo (``workers: 100000``) from forking the machine to a halt.
+MAX_THREADS = 1024
+MAX_WORKERS = 1024
 #: Paths a glob may match (inputs of ``separate`` or of one batch job).
 MAX_GLOB_MATCHES = 100_000
 #: The batch report beside a config ``night.yaml``: ``night`` + this suffix.

@@ -79,10 +79,12 @@ def check_resume(input: str, out_path: str, settings: SeparateSettings, live: bo
     """
     out = Path(out_path)
     where = literal(out)
+    if settings.overwrite and not settings.resume:  # replaced, damaged or not
+        return
     saved = read_checkpoint(out) if out.is_dir() else None
     summary = _incomplete_summary(out)
     if not settings.resume:
-        if saved is not None and not settings.overwrite and summary != {}:
+        if saved is not None and summary != {}:
             kept = "an incomplete result" if summary else "a stopped run"
             raise InputError(
                 f"{where}: holds {kept} ({saved.span()} kept): pass {{resume}} to finish "

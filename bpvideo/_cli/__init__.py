@@ -33,6 +33,7 @@ from bpvideo._cli.options import (
 )
 from bpvideo._version import __version__
 from bpvideo.errors import BpvideoError, InputError
+from bpvideo.limits import MAX_WORKERS
 from bpvideo.settings import SeparateSettings, merge_options
 
 __all__ = ["GroupedCommand", "cli", "main"]
@@ -234,13 +235,15 @@ def _defaults_file(path: str, debug: bool) -> dict[str, Any]:
 
 
 def _config_problems(exc: Any, path: str) -> int:
-    """Echo every problem of a config (``file:line: ...``) and a last line; the exit code."""
+    """Echo every problem of a config (``file:line: ...``), then a line counting them when
+    there are several (one problem is one line); the exit code."""
     for problem in exc.problems:
         click.echo(f"bpvideo: error: {one_line(problem)}", err=True)
     count = len(exc.problems)
+    if count < 2:
+        return exc.exit_code
     click.echo(
-        f"bpvideo: error: {path}: {count} problem{'s' if count > 1 else ''}, nothing was run: "
-        "fix them and run again",
+        f"bpvideo: error: {path}: {count} problems, nothing was run: fix them and run again",
         err=True,
     )
     return exc.exit_code
@@ -379,7 +382,7 @@ status, seconds, frames, error) goes to NAME.report.json beside NAME.yaml unless
 @click.option(
     "-w",
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=None,
     help="Local worker processes (one BLAS thread each)  [default: 'workers:' or the cores]",
 )

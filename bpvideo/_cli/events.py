@@ -63,11 +63,14 @@ def events(
     """
     from pathlib import Path
 
+    from bpvideo.sinks.guard import logfile_access
     from bpvideo.sinks.rederive import rederive
 
-    configure_logging(verbosity_level(verbose, quiet), logfile)
+    level = verbosity_level(verbose, quiet)
+    configure_logging(level)  # --logfile once the guard has seen it
     given = {k: v for k, v in options.items() if v is not None and v != ()}
-    summary = rederive(outdir, **given)
+    summary = rederive(outdir, writes=logfile_access(logfile),
+                       checked=lambda: configure_logging(level, logfile), **given)  # fmt: skip
     if as_json:
         click.echo(json.dumps(summary["events"], indent=2))
     else:

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import difflib
 import os
-from typing import Any
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bpvideo.batch.lines import LineDict, load_yaml
 from bpvideo.errors import InputError, shown
 from bpvideo.settings import check_value, option_name, option_specs
+from bpvideo.sources.live import check_input_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bpvideo.settings import SeparateSettings
 
 __all__ = [
     "JOB_KEYS",
@@ -17,9 +24,32 @@ __all__ = [
     "ConfigError",
     "check_options",
     "did_you_mean",
+    "is_scheduler",
     "load_mapping",
     "option_aliases",
+    "options_apply",
 ]
+
+#: A Dask scheduler's address: ``[tcp|tls|ws|wss|ucx://]host:port`` (or ``inproc://...``,
+#: a scheduler in this process: the library's callers and the tests).
+_SCHEDULER = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx)://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/@\[\]]+)"
+                        r":(\d{1,5})/?$")  # fmt: skip
+
+
+def is_scheduler(address: object) -> bool:
+    """Whether ``address`` is a Dask scheduler's address (``tcp://host:8786``), checked
+    before Dask is asked: Dask's own check of a bad one was an internal error.
+
+    Examples
+    --------
+    >>> is_scheduler("tcp://10.0.0.5:8786"), is_scheduler("[::1]:8786"), is_scheduler("host")
+    (True, True, False)
+    """
+    if isinstance(address, str) and re.match(r"^inproc://\S+$", address):
+        return True
+    match = _SCHEDULER.match(address) if isinstance(address, str) else None
+    return match is not None and 0 < int(match.group(1)) < 65536
+
 
 #: Keys of a job (or of ``defaults``) that are not options of ``separate``.
 JOB_KEYS = ("input", "output")
@@ -121,3 +151,33 @@ def load_mapping(path: str | os.PathLike, what: str) -> tuple[LineDict | None, C
         check.add(getattr(data, "line", 1), "", f"must be a mapping {what}, got {got}")
         check.raise_if_any()
     return data, check
+
+
+def options_apply(
+    check: Checker,
+    inputs: Sequence[Path],
+    settings: SeparateSettings,
+    aliases: dict[str, str],
+    job: tuple[int, list[tuple[LineDict, str]]],
+) -> bool:
+    """Whether every option of a job applies to each of its inputs (the rule of
+    ``separate``: :func:`~bpvideo.sources.live.check_input_options`); when one does not,
+    its problem is added on the line of the key that gave it.
+
+    ``job`` is the job's line and the mappings its options come from, each with its name
+    (``[(entry, "jobs[0]"), (defaults, "defaults")]``).
+    """
+    line, places = job
+    for input_path in inputs:
+        try:
+            check_input_options(str(input_path), settings)
+        except InputError as exc:
+            name = exc.option[0] if exc.option else ""
+            for mapping, label in places:
+                key = next((k for k in mapping if aliases.get(str(k)) == name), None)
+                if key is not None:
+                    check.add(mapping.line_of(key), f"{label}.{key}", exc.message)
+                    return False
+            check.add(line, places[0][1], exc.message)
+            return False
+    return True

@@ -37,12 +37,15 @@ from bpvideo.batch.checks import (
     ConfigError,
     check_options,
     did_you_mean,
+    is_scheduler,
     load_mapping,
     option_aliases,
+    options_apply,
 )
 from bpvideo.batch.lines import LineDict, LineList, load_yaml
 from bpvideo.errors import InputError, shown
 from bpvideo.events.regions import image_specs_to
+from bpvideo.limits import MAX_WORKERS
 from bpvideo.settings import (
     SeparateSettings,
     is_span,
@@ -128,13 +131,11 @@ class BatchConfig:
 #: Run options of a config: key -> (is the value valid, what it must be).
 _RUN_KEYS: dict[str, tuple[Any, str]] = {
     "executor": (lambda v: v in EXECUTORS, "must be local or dask"),
-    "scheduler": (lambda v: isinstance(v, str) and v, "must be an address such as tcp://host:8786"),
-    "workers": (
-        lambda v: not isinstance(v, bool) and isinstance(v, int) and v >= 1,
-        "must be an integer >= 1",
-    ),
+    "scheduler": (is_scheduler, "must be an address such as tcp://host:8786"),
+    "workers": (lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= MAX_WORKERS,
+                f"must be an integer from 1 to {MAX_WORKERS} (each worker is a process)"),
     "report": (lambda v: isinstance(v, str) and v, "must be a path"),
-}
+}  # fmt: skip
 
 
 def load_config(path: str | os.PathLike) -> BatchConfig:
@@ -313,7 +314,9 @@ class _Planner:
         settings = self._settings(where, line, entry, defaults,
                                   merge_options(defaults.options, options))  # fmt: skip
         inputs = self._inputs(where, line, entry, keys)
-        if not inputs or settings is None or not ok:
+        places = [(entry, where), (defaults.mapping, "defaults")]
+        if not (inputs and settings is not None and ok) or not options_apply(
+                self.check, inputs, settings, self.aliases, (line, places)):  # fmt: skip
             return []
         planned: list[Job] = []
         option_values = settings.to_dict()
@@ -482,12 +485,9 @@ class _Planner:
             return None
         out = self._path(text, expand=False)
         if str(out) in self.outputs:
-            self.check.add(
-                template.line,
-                template.where,
-                f"{input_path.name} would write {out}, as {self.outputs[str(out)]} does: add "
-                "{stem} to the output template",
-            )
+            self.check.add(template.line, template.where,
+                           f"{input_path.name} would write {out}, as {self.outputs[str(out)]} "
+                           "does: add {stem} to the output template")  # fmt: skip
             return None
         self.outputs[str(out)] = f"{input_path.name} of jobs[{i}]"
         return out

@@ -96,7 +96,7 @@ def dask_executor(scheduler: str | None, workers: int) -> Iterator[Executor]:
             client = Client(cluster)
         else:
             client = Client(scheduler, timeout="10s")
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a bad address
         if cluster is not None:
             cluster.close()
         where = scheduler or "a local cluster"

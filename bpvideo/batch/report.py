@@ -6,6 +6,7 @@ rewritten atomically whenever a job starts or finishes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -119,6 +120,7 @@ class BatchReport:
         self.entries = [_entry(job) for job in config.jobs]
         self.started = time.perf_counter()
         self._saved = False
+        self._fresh = not os.path.lexists(path)  # no earlier report: discard() removes it
         self.state: dict[str, Any] = {
             "config": str(Path(config.path).resolve()),
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -131,6 +133,15 @@ class BatchReport:
             "counts": {},
             "jobs": self.entries,
         }
+
+    def discard(self) -> None:
+        """Remove the report and its events table when this batch wrote them first (a
+        batch refused before any job ran leaves nothing; an earlier report, replaced by
+        this one, lists the same jobs)."""
+        if self._fresh:
+            for path in (self.path, events_path(self.path)):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def save(self) -> None:
         """Write the report as it stands (atomically).

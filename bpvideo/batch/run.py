@@ -29,12 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from bpvideo import cores
+from bpvideo.batch.checks import is_scheduler
 from bpvideo.batch.config import BatchConfig, Job, load_config
 from bpvideo.batch.executors import DASK_MISSING, dask_executor, local_executor
 from bpvideo.batch.pool import identities, wait_for
 from bpvideo.batch.report import BatchReport, Progress, events_path, format_table, read_report
-from bpvideo.errors import BpvideoError, InputError, Terminated, literal
-from bpvideo.limits import REPORT_SUFFIX
+from bpvideo.errors import BpvideoError, InputError, Terminated, literal, shown
+from bpvideo.limits import MAX_WORKERS, REPORT_SUFFIX
 from bpvideo.sinks.guard import Access, check_access, logfile_access, separate_access
 from bpvideo.sinks.outputs import remove_killed, remove_stale_staging, signals_deferred
 
@@ -302,9 +303,9 @@ def run_batch(
         if skipped:
             logger.info("resume: %d of %d job(s) complete already", skipped,
                         len(config.jobs))  # fmt: skip
-        where = f"Dask ({scheduler or f'local cluster, {workers} workers'})"
-        if executor_name == "local":
-            where = f"{min(workers, max(len(todo), 1))} local worker process(es)"
+        used = min(workers, max(len(todo), 1))  # never more workers than jobs
+        where = (f"{used} local worker process(es)" if executor_name == "local"
+                 else f"Dask ({scheduler or f'local cluster, {used} workers'})")  # fmt: skip
         logger.info("running %d job(s) on %s", len(todo), where)
     code = _run(todo, report, options, executor_name, scheduler, workers)
     if options.progress:
@@ -382,12 +383,15 @@ def _run(
             pool = (
                 local_executor(min(workers, len(todo)))
                 if executor_name == "local"
-                else dask_executor(scheduler, workers)
+                else dask_executor(scheduler, min(workers, len(todo)))  # no idle cluster
             )
             with pool as executor:
                 report.state["worker_processes"] = identities(getattr(executor, "pids", []))
                 execute(todo, executor, lambda job, result: report.finished(job, result, progress),
                         on_start=report.running)  # fmt: skip
+    except InputError:  # the workers never started (a scheduler out of reach): no job ran
+        report.discard()
+        raise
     except (Terminated, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         progress.close()
@@ -414,6 +418,9 @@ def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | No
     """Where the jobs run: the executor's name, the Dask scheduler, the workers."""
     executor_name = options.executor or config.executor or "local"
     scheduler = options.scheduler or config.scheduler
+    if options.scheduler is not None and not is_scheduler(options.scheduler):
+        raise InputError(f"--scheduler {literal(shown(options.scheduler))} must be an address "
+                         "such as tcp://host:8786: give the scheduler's host and port")  # fmt: skip
     if scheduler is not None and executor_name != "dask":
         if options.executor == "local":
             raise InputError(
@@ -421,6 +428,7 @@ def _executor(config: BatchConfig, options: BatchOptions) -> tuple[str, str | No
             )
         executor_name = "dask"
     workers = options.workers or config.workers or default_workers()
-    if workers < 1:
-        raise InputError(f"--workers must be >= 1, got {workers}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise InputError(f"--workers must be from 1 to {MAX_WORKERS} (each worker is a process), "
+                         f"got {workers}: give fewer")  # fmt: skip
     return executor_name, scheduler, workers

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bpvideo.limits import MAX_SECONDS, MAX_WINDOW
+from bpvideo.limits import MAX_SECONDS, MAX_THREADS, MAX_WINDOW
 from bpvideo.settings.spec import option
 from bpvideo.solvers.backends import DEVICES
 from bpvideo.solvers.best_pair import INITS
@@ -198,6 +198,6 @@ class SolverSettings:
         "process may use (its CPU affinity, capped by the cgroup quota /sys/fs/cgroup/cpu.max; "
         "a batch divides them between its workers). The masks do not depend on it.",
         low=1,
-        limit=1024,
+        limit=MAX_THREADS,
         metavar="N|auto",
     )

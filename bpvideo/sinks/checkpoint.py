@@ -90,19 +90,26 @@ class Saved:
 
 
 def read_checkpoint(outdir: Path) -> Saved | None:
-    """The checkpoint in ``outdir`` (None when there is none, or it saved no window)."""
+    """The checkpoint in ``outdir`` (None when there is none, or it saved no window).
+
+    Raises
+    ------
+    InputError
+        A checkpoint that cannot be read back (its ``run.json`` or last state damaged).
+    """
     folder = Path(outdir) / CHECKPOINT
     try:
-        run = json.loads((folder / RUN).read_text())
-    except (OSError, ValueError):
+        text = (folder / RUN).read_text()
+    except OSError:  # none: the run was stopped before its first window was saved
         return None
-    if not run.get("windows"):
-        return None
-    last = run["windows"][-1]["index"]
     try:
+        run = json.loads(text)
+        if not run.get("windows"):
+            return None
+        last = int(run["windows"][-1]["index"])
         with np.load(folder / f"state-{last:06d}.npz", allow_pickle=False) as data:
             state = {k: data[k] for k in data.files}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise InputError(
             f"{literal(folder)}: the checkpoint is damaged ({exc}): run without {{resume}} "
             "and with {overwrite}",

@@ -9,7 +9,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -224,10 +224,15 @@ def _read_mask(path: Path, shape: tuple[int, int]) -> np.ndarray:
     return image > 127
 
 
+def _mask_files(outdir: Path, numbers: list[int]) -> list[Path]:
+    """The mask files of ``outdir``, in the order of ``numbers``."""
+    return [outdir / "masks" / f"bin{n:06d}.png" for n in numbers]
+
+
 def _read_all(outdir: Path, numbers: list[int], times: np.ndarray, stream: EventStream,
               backdrop: np.ndarray) -> None:  # fmt: skip
     """Feed the masks of ``outdir``, :data:`BLOCK` at a time (read by two threads)."""
-    files = [outdir / "masks" / f"bin{n:06d}.png" for n in numbers]
+    files = _mask_files(outdir, numbers)
     shape = backdrop.shape[:2]
     with ThreadPoolExecutor(2) as pool:
         for lo in range(0, len(files), BLOCK):
@@ -351,7 +356,37 @@ def _page(
     )
 
 
-def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
+def _checked_settings(
+    outdir: Path, summary: dict[str, Any], options: dict[str, Any], writes: Sequence[Access]
+) -> SeparateSettings:
+    """The settings of the new events (the run's, ``options`` over them), once the paths
+    read and written (the set, and the caller's ``writes``) have passed the guard."""
+    given = {option_name(k): v for k, v in options.items() if v is not None}
+    unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
+    if unknown:
+        raise InputError(f"unknown event option(s): {', '.join(unknown)}")
+    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
+    if summary.get("incomplete"):
+        logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
+                       "%s", outdir, summary["incomplete"].get("frames"),
+                       summary["incomplete"].get("resume"))  # fmt: skip
+    names = (*EVENT_FILES.values(), "clips", SUMMARY)
+    outputs = [Access(outdir / n, "the output", "OUTDIR") for n in names]
+    reads = [Access(outdir / "masks", "the masks"), *region_reads(settings)]
+    if writes:  # the masks one by one: a file written (the log) may not be one of them
+        numbers = [int(n) for n in summary["mask_numbers"]]
+        reads += [Access(path, "the mask") for path in _mask_files(outdir, numbers)]
+    check_access(reads, [*outputs, *writes])
+    return settings
+
+
+def rederive(
+    outdir: str | Path,
+    *,
+    writes: Sequence[Access] = (),
+    checked: Callable[[], None] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
     """Find the events of an output directory again from its masks; replace what the
     events make as one set: ``events.csv``, ``frames.csv``, ``report.html``, the clips
     (cut again from the input; removed when it cannot be read) and summary.json's
@@ -363,6 +398,11 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     ----------
     outdir : str or Path
         An output directory of ``bpvideo separate``.
+    writes : sequence of Access
+        Other paths the caller writes (``--logfile``): checked by the guard with the
+        outputs, so that none is a mask, the summary or an output of the set.
+    checked : callable, optional
+        Called once the paths are checked (the CLI opens its log file then).
     **options
         Event options over the run's own (:data:`EVENT_SETTINGS`); a region can only
         narrow the run's (its masks hold no foreground outside the run's region).
@@ -372,21 +412,14 @@ def rederive(outdir: str | Path, **options: Any) -> dict[str, Any]:
     dict
         The summary, as rewritten.
     """
+    if not str(outdir).strip():  # Path("") is the current folder: not what was typed
+        raise InputError("OUTDIR is an empty name: give the output directory of a run")
     outdir = Path(outdir)
     summary = _summary(outdir)
-    given = {option_name(k): v for k, v in options.items() if v is not None}
-    unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
-    if unknown:
-        raise InputError(f"unknown event option(s): {', '.join(unknown)}")
-    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
-    names = (*EVENT_FILES.values(), "clips", SUMMARY)
-    if summary.get("incomplete"):
-        logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
-                       "%s", outdir, summary["incomplete"].get("frames"),
-                       summary["incomplete"].get("resume"))  # fmt: skip
-    check_access([Access(outdir / "masks", "the masks"), *region_reads(settings)],
-                 [Access(outdir / n, "the output", "OUTDIR") for n in names])  # fmt: skip
     numbers = [int(n) for n in summary["mask_numbers"]]
+    settings = _checked_settings(outdir, summary, options, writes)
+    if checked is not None:
+        checked()
     fps = float(summary["fps"]) * settings.step
     shape = (int(summary["height"]), int(summary["width"]))
     times = _times(outdir, numbers, fps)

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -134,26 +135,47 @@ class Connection:
 
 
 def connect(
-    name: str, size: tuple[int, int] | None, started: Callable[[subprocess.Popen], None]
+    name: str,
+    size: tuple[int, int] | None,
+    started: Callable[[subprocess.Popen], None],
+    timeout: float | None = None,
 ) -> Connection:
     """Start ffmpeg on ``name`` (handed to ``started`` at once: killing it ends the wait)
-    and read its y4m header.
+    and read its y4m header, within ``timeout`` seconds when given (a server that keeps
+    the connection alive with a trickle of bytes is never ended by ffmpeg's read timeout).
 
     Raises
     ------
     OSError
-        ffmpeg could not open the stream (the message says why, from ffmpeg's log).
+        ffmpeg could not open the stream (the message says why, from ffmpeg's log), or
+        gave no frame within ``timeout``.
     """
     proc = subprocess.Popen(command(name, size), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             **_ffmpeg.no_sigint())  # fmt: skip
     started(proc)
-    _ffmpeg.enlarge_pipe(proc.stdout)
-    line = proc.stdout.readline(MAX_HEADER_LINE)
-    if not line.startswith(Y4M_MAGIC):
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(max(timeout, 0.0), expire) if timeout is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        _ffmpeg.enlarge_pipe(proc.stdout)
+        line = proc.stdout.readline(MAX_HEADER_LINE)
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if expired.is_set() or not line.startswith(Y4M_MAGIC):
         proc.kill()
         err = proc.stderr.read().decode("utf-8", "replace").splitlines()
         proc.wait()
+        if expired.is_set():  # killed by the timer, maybe just after the header came
+            raise OSError(f"no frame within {timeout:.1f}s")
         raise OSError(failure(err, "no video stream").replace(name, redact(name)))
     header = parse_y4m_header(line, redact(name))
     frames = y4m_frames(proc.stdout, header, redact(name))

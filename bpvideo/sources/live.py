@@ -13,7 +13,9 @@ waiting for more, and a stop request (a signal) is seen within a fraction of a s
 even while no frame comes, the stream's opening included (the thread opens it). After
 a drop the reader reconnects with a doubling backoff (0.5 s, 1 s, 2 s ... at most
 :data:`BACKOFF_MAX`), logging each gap; when the stream has been gone for ``reconnect``
-seconds it ends, as a clean end of stream does, and the outputs are finished.
+seconds it ends, as a clean end of stream does, and the outputs are finished. An attempt
+that is still opening when those seconds are over is ended with them (an ffmpeg kept
+waiting by a server that trickles bytes never times out on its own).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ __all__ = [
     "LOW_LATENCY",
     "URL_SCHEMES",
     "LiveReader",
+    "check_input_options",
     "check_live_options",
     "is_device",
     "is_live",
@@ -68,6 +71,10 @@ logger = logging.getLogger("bpvideo")
 
 #: Seconds the first connection is tried for (within ``reconnect``).
 FIRST_TRIES = 5.0
+#: Seconds the first connection waits for its first frame at least (``reconnect`` when
+#: longer): a camera slow to start, or a loaded machine, is given time; a server that
+#: trickles bytes and sends no frame is not waited on for ever.
+FIRST_FRAME = 20.0
 #: Longest wait between two reconnection attempts, in seconds.
 BACKOFF_MAX = 8.0
 #: Frames waiting in the queue between the reader and the consumer (bounded memory: a
@@ -82,6 +89,32 @@ LIVE_ONLY = ("segment", "events_to")
 def is_live(input: str, settings: SeparateSettings) -> bool:
     """Whether INPUT is read live: a URL always, stdin and devices with ``live``."""
     return is_url(input) or bool(settings.live)
+
+
+def check_input_options(input: str, settings: SeparateSettings) -> None:
+    """Refuse the options that do not apply to ``input``: the raw-frame options
+    (``size``, ``pix_fmt``) off stdin or without ``size``, the live options off a live
+    input (:func:`check_live_options`). The one rule of ``separate``, its library call and
+    each input of a batch job.
+
+    Raises
+    ------
+    InputError
+        The first option that does not apply, with the fix.
+    """
+    if input != "-" and settings.size is not None:
+        raise InputError(
+            f"{{size}} applies only to raw frames on stdin (INPUT '-'), not to {literal(input)}"
+            ": drop it (a video's size is in its header; {scale} resizes)",
+            option=("size", settings.size),
+        )
+    if settings.pix_fmt != "gray" and settings.size is None:  # the default needs no size
+        raise InputError(
+            "{pix_fmt} describes raw frames on stdin: add {size='WxH'} and give INPUT '-', "
+            "or drop it (a video's pixel format is in its header)",
+            option=("pix_fmt", settings.pix_fmt),
+        )
+    check_live_options(input, settings)
 
 
 def check_live_options(input: str, settings: SeparateSettings) -> None:
@@ -196,7 +229,9 @@ class LiveReader:
             proc.kill()
 
     def _first_connection(self) -> Connection:
-        """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting).
+        """Connect, trying again for :data:`FIRST_TRIES` seconds (a camera that is starting);
+        an attempt waits for its first frame ``reconnect`` seconds at most (at least
+        :data:`FIRST_FRAME`), not for ever on a server that trickles bytes.
 
         Raises
         ------
@@ -207,7 +242,8 @@ class LiveReader:
         delay = 0.1
         while True:
             try:
-                return connect(self.name, None, self._started)
+                return connect(self.name, None, self._started,
+                               timeout=max(self.reconnect, FIRST_FRAME))  # fmt: skip
             except OSError as exc:
                 if time.monotonic() + delay > deadline or self.stop.wait(delay):
                     raise InputError(
@@ -282,8 +318,12 @@ class LiveReader:
             if self.stop.wait(min(delay, self.reconnect - waited)):
                 return None
             delay = min(2 * delay, BACKOFF_MAX)
+            left = self.reconnect - (time.monotonic() - lost)  # the attempt included
+            if left <= 0:
+                continue
             try:
-                self._connection = connect(self.name, (self.width, self.height), self._started)
+                self._connection = connect(self.name, (self.width, self.height), self._started,
+                                           timeout=left)  # fmt: skip
             except OSError as exc:
                 if not self.stop.is_set():  # else the stop ended the attempt
                     logger.info("%s: not back yet (%s)", self.shown, exc)

@@ -279,6 +279,21 @@ CASES = [
         r"existing: already holds results \(summary\.json\)",
         "pass --overwrite",
     ),
+    # The raw-frame options describe raw frames on stdin: on a file they were ignored.
+    Case(
+        "size-on-a-file",
+        ("{clip}", "--size", "48x36"),
+        2,
+        r"--size applies only to raw frames on stdin .*clip40\.mkv",
+        "drop it",
+    ),
+    Case(
+        "pix-fmt-on-a-file",
+        ("{clip}", "--pix-fmt", "bgr24"),
+        2,
+        r"--pix-fmt describes raw frames on stdin",
+        r"add --size WxH and give INPUT '-', or drop it",
+    ),
 ]
 
 
@@ -643,6 +658,57 @@ def test_batch_wrong_types(run_cli, bad: dict[str, Path], tmp_path: Path) -> Non
     res = run_cli("batch", config)
     _assert_error_processes(res, 2, r"night\.yaml:4.*rank", r"night\.yaml:7.*sparsity")
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()  # nothing ran
+
+
+@needs_batch
+@pytest.mark.parametrize(
+    ("text", "line", "says"),
+    [
+        ("jobs:\n  - input: {clip}\n    size: 48x36\n", 3,
+         r"jobs\[0\]\.size: size applies only to raw frames on stdin"),
+        ("defaults:\n  pix-fmt: bgr24\njobs:\n  - input: {clip}\n", 2,
+         r"defaults\.pix-fmt: pix_fmt describes raw frames on stdin"),
+        ("jobs:\n  - input: {clip}\n    live: true\n", 3, r"jobs\[0\]\.live: .*drop live"),
+        ("workers: 100000\njobs:\n  - input: {clip}\n", 1,
+         r"workers: must be an integer from 1 to 1024"),
+        ("scheduler: notaurl\njobs:\n  - input: {clip}\n", 1,
+         r"scheduler: must be an address such as tcp://host:8786, got 'notaurl'"),
+    ],
+    ids=["size", "pix-fmt", "live", "workers", "scheduler"],
+)  # fmt: skip
+def test_batch_options_that_do_not_apply_are_one_line(
+    run_cli, bad: dict[str, Path], tmp_path: Path, text: str, line: int, says: str
+) -> None:
+    """The rule of separate, said before any job runs, on the option's line: a raw-frame
+    option on a file (ignored), live on a file (each job failed as it ran, exit 1), more
+    workers than processes could be (a Dask cluster of them was started). One problem is
+    one line (a second counted it)."""
+    config = tmp_path / "night.yaml"
+    config.write_text(text.format(clip=bad["clip"]))
+    res = run_cli("batch", config)
+    assert_one_error_line(res, 2, rf"night\.yaml:{line}: {says}", ".")
+    assert not (tmp_path / "night.report.json").exists()
+
+
+@needs_batch
+@pytest.mark.parametrize(
+    ("flag", "says"),
+    [
+        (("--workers", "100000"), r"'--workers': 100000 is not in the range 1<=x<=1024"),
+        (("--scheduler", "notaurl"), r"--scheduler 'notaurl' must be an address such as tcp://"),
+    ],
+    ids=["workers", "scheduler"],
+)
+def test_batch_run_flags_are_checked(
+    run_cli, bad: dict[str, Path], tmp_path: Path, flag: tuple[str, str], says: str
+) -> None:
+    """``--workers 100000`` started that many Dask workers; a scheduler address Dask
+    cannot parse was an internal error after the report was written."""
+    config = tmp_path / "night.yaml"
+    config.write_text(f"jobs:\n  - input: {bad['clip']}\n    output: {tmp_path}/o\n")
+    res = run_cli("batch", config, *flag)
+    assert_one_error_line(res, 2, says, ".")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["night.yaml"]
 
 
 @needs_batch

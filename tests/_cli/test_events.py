@@ -127,10 +127,32 @@ def test_a_damaged_output_directory_is_one_line_naming_the_file(
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
-def test_a_folder_that_is_no_result_is_refused(tmp_path: Path, run_cli):
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [("summary.json", "--logfile is also the output"),
+     ("masks/bin000001.png", "--logfile would replace the mask")],
+    ids=["summary", "mask"],
+)  # fmt: skip
+def test_a_logfile_that_is_a_file_of_outdir_is_refused(run: Path, tmp_path: Path, run_cli,
+                                                       target: str, says: str):  # fmt: skip
+    """--logfile passes the one guard: it was appended to a mask (events read it back
+    damaged next time) or lost when summary.json was replaced."""
+    out = _copy(run, tmp_path)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    result = run_cli("events", out, "--logfile", out / target)
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert says in result.err and "choose another --logfile" in result.err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_a_folder_that_is_no_result_is_refused(tmp_path: Path, run_cli, monkeypatch):
     result = run_cli("events", tmp_path)
     assert result.code == 2
     assert "no summary.json" in result.err
+    monkeypatch.chdir(tmp_path)  # an empty OUTDIR is named as typed (it said ".")
+    result = run_cli("events", "")
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "OUTDIR is an empty name: give the output directory" in result.err
 
 
 def test_separate_refuses_a_bad_roi_before_any_work(tmp_path: Path, run_cli):

@@ -176,3 +176,27 @@ def test_resume_with_nothing_to_resume_is_a_usage_error(clip: Path, whole: Path,
     assert done.returncode == 2 and "holds a complete result" in done.stderr
     stdin = _run("-", "-o", tmp_path / "s", "--resume")
     assert stdin.returncode == 2 and "not stdin" in stdin.stderr
+
+
+@pytest.mark.parametrize(
+    "run_json",
+    ['{"windows": [{"ind', '{"windows": [{"index": 0}]}', '{"windows": 5}'],
+    ids=["truncated", "state-missing", "wrong-type"],
+)
+def test_a_damaged_checkpoint_is_said_so_and_overwrite_replaces_it(tmp_path, run_json):
+    """A checkpoint that cannot be read back: --resume says it is damaged (a truncated
+    run.json said "nothing to resume", a wrong type was an internal error), and the fix it
+    names, --overwrite without --resume, starts again (it failed on the same checkpoint)."""
+    from bpvideo.errors import InputError
+    from bpvideo.resume import check_resume
+
+    out = tmp_path / "out"
+    (out / CHECKPOINT).mkdir(parents=True)
+    (out / CHECKPOINT / "run.json").write_text(run_json)
+    for resume in (True, False):
+        with pytest.raises(InputError) as info:
+            check_resume("cam.mkv", str(out), SeparateSettings(resume=resume).validate(), False)
+        message = info.value.render({"resume": "--resume", "overwrite": "--overwrite"})
+        assert "the checkpoint is damaged" in message
+        assert message.endswith("run without --resume and with --overwrite"), message
+    check_resume("cam.mkv", str(out), SeparateSettings(overwrite=True).validate(), False)

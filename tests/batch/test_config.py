@@ -319,6 +319,27 @@ def test_dask_missing_says_how_to_install(
     ]
 
 
+def test_a_scheduler_out_of_reach_leaves_no_report(
+    run_cli, cams: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Dask client cannot connect (here at once; Dask waits 10 s): exit 2 and no report
+    or events table of jobs that never ran (they stayed, every job "pending")."""
+    import contextlib
+
+    import bpvideo.batch.run as batch_run
+
+    @contextlib.contextmanager
+    def unreachable(scheduler, workers):
+        raise InputError(f"cannot connect to the Dask scheduler {scheduler}")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(batch_run, "dask_executor", unreachable)
+    config = write_config(tmp_path, "scheduler: tcp://127.0.0.1:1\n" + GOOD)
+    res = run_cli("batch", config)
+    assert res.code == 2 and "cannot connect to the Dask scheduler" in res.err
+    assert not list(tmp_path.glob("night.*.*")), list(tmp_path.iterdir())
+
+
 def test_template_fields() -> None:
     assert expand_template("o/{camera}/{stem}", "cams/n/clip1.mp4", {"camera": "n"}) == "o/n/clip1"
     assert expand_template("{parent}_{name}", "cams/n/clip1.mp4", {}) == "n_clip1.mp4"

@@ -42,3 +42,88 @@ def test_a_reconnection_keeps_the_first_size():
 def test_passwords_are_not_shown():
     assert redact("rtsp://admin:s3cret@10.0.0.5:554/s1") == "rtsp://admin:***@10.0.0.5:554/s1"
     assert redact("http://h/x?user=a") == "http://h/x?user=a"
+
+
+def _serve_once_then_trickle(listener, stop, first: bool = True) -> None:
+    """An HTTP "camera" on ``listener``: the first client gets a 3-frame y4m stream and
+    the connection closes (a drop); every later one (every one, ``first=False``) gets a
+    200 answer, then a byte now and then, never a frame (a server that keeps ffmpeg's
+    read timeout from firing)."""
+    import time
+
+    y4m = b"YUV4MPEG2 W48 H36 F25:1 Ip A1:1 C444\n" + (b"FRAME\n" + bytes(48 * 36 * 3)) * 3
+    answer = b"HTTP/1.0 200 OK\r\nContent-Type: video/x-yuv4mpeg\r\n\r\n"
+    listener.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            continue
+        with conn:
+            conn.recv(4096)
+            if first:
+                conn.sendall(answer + y4m)
+                first = False
+                continue
+            conn.sendall(answer)
+            try:
+                while not stop.is_set():
+                    conn.sendall(b"\0")
+                    time.sleep(0.2)
+            except OSError:  # ffmpeg was killed
+                pass
+
+
+def test_a_reconnection_attempt_ends_within_the_reconnect_seconds():
+    """After a drop, an attempt that a server keeps opening (a trickle of bytes, no frame)
+    ends when the ``reconnect`` seconds are over, and so does the stream, its frames kept.
+    The attempt's ffmpeg waited for a frame with no end: the stream never ended."""
+    import socket
+    import threading
+
+    from bpvideo.sources.live import LiveReader
+
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop),
+                                  daemon=True)  # fmt: skip
+        server.start()
+        reader = LiveReader(f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m", reconnect=1.0)
+        got: list = []
+        consumer = threading.Thread(target=lambda: got.extend(reader.frames()), daemon=True)
+        consumer.start()
+        consumer.join(60)  # a hang guard: the stream ends about 1 s after the drop
+        ended = not consumer.is_alive()
+        reader.close()
+        stop.set()
+        server.join(10)
+    assert ended, "the reconnection attempt outlived --reconnect"
+    assert len(got) == 3 and reader.gaps == []
+
+
+def test_an_attempt_that_gets_no_frame_ends_at_its_timeout():
+    """The one connection's bound, which the first connection (``max(reconnect, 20 s)``)
+    and each reconnection (the seconds left) use: a server that trickles bytes kept the
+    attempt open for ever; now it fails as a stream that cannot be opened."""
+    import socket
+    import threading
+
+    from bpvideo.sources.connection import connect
+
+    stop, procs = threading.Event(), []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop, False),
+                                  daemon=True)  # fmt: skip
+        server.start()
+        name = f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m"
+        try:
+            with pytest.raises(OSError, match=r"no frame within 0\.5s"):
+                connect(name, None, procs.append, timeout=0.5)
+        finally:
+            stop.set()
+            server.join(10)
+    assert procs and procs[0].poll() is not None  # its ffmpeg is gone
