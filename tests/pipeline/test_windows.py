@@ -98,11 +98,11 @@ def test_highway_windowed_matches_whole(shared_data: Path, tmp_path: Path, run_c
     gt = seq / "groundtruth"
     size = cv2.imread(str(sorted(gt.glob("gt*.png"))[0]), cv2.IMREAD_GRAYSCALE).shape[::-1]
     scores = {}
-    for window in ("0", "200"):
+    for window in ("0", "120"):
         out = tmp_path / f"w{window}"
-        # 400 frames: two windows of 200 against one of 400
+        # 240 frames: two windows of 120 against one of 240
         res = run_cli("separate", seq, "-o", out, "--scale", "0.5", "--window", window,
-                      "--end", "400", "-q")  # fmt: skip
+                      "--end", "240", "-q")  # fmt: skip
         assert res.code == 0, res.err
         # Score at the ground truth's size: masks scaled back up (nearest).
         full = tmp_path / f"full{window}"
@@ -114,4 +114,4 @@ def test_highway_windowed_matches_whole(shared_data: Path, tmp_path: Path, run_c
             cv2.imwrite(str(full / "masks" / p.name), up)
         scores[window] = evaluate(full, gt).summary["f_measure"]
     assert scores["0"] > 0.7
-    assert abs(scores["200"] - scores["0"]) < 0.02, scores
+    assert abs(scores["120"] - scores["0"]) < 0.02, scores
