@@ -17,6 +17,7 @@ import click
 
 from bpvideo._cli.console import (
     CLOSED_STREAMS,
+    check_json_stdout,
     configure_logging,
     error_line,
     iteration_table,
@@ -131,7 +132,7 @@ def separate(
     settings = SeparateSettings.from_mapping(given)
     live = _is_live_run(list(inputs), settings)
     paths = list(inputs) if live else expand_inputs(list(inputs))
-    _check_streams(paths, settings)
+    _check_streams(paths, settings, as_json)
     if len(paths) > 1 and settings.masks_to is not None:
         raise InputError(
             f"{{masks_to=}} takes one input, got {len(paths)}: run the inputs one at a time",
@@ -249,15 +250,17 @@ def _config_problems(exc: Any, path: str) -> int:
     return exc.exit_code
 
 
-def _check_streams(paths: list[str], settings: SeparateSettings) -> None:
+def _check_streams(paths: list[str], settings: SeparateSettings, as_json: bool) -> None:
     """Refuse stdin or stdout as data when the process started with it closed."""
     if "-" in paths and 0 in CLOSED_STREAMS:
         raise InputError("INPUT is stdin ('-') but stdin is closed: pipe frames into bpvideo")
-    if settings.masks_to == "-" and 1 in CLOSED_STREAMS:
-        raise InputError(
-            "{masks_to=} but stdout is closed: give a file, or a pipe on stdout",
-            option=("masks_to", "-"),
-        )
+    for name in ("masks_to", "events_to"):
+        if getattr(settings, name) == "-" and 1 in CLOSED_STREAMS:
+            raise InputError(
+                f"{{{name}=}} but stdout is closed: give a file, or a pipe on stdout",
+                option=(name, "-"),
+            )
+    check_json_stdout(as_json)
 
 
 EVALUATE_EPILOG = """\b
@@ -333,6 +336,7 @@ def evaluate(
     from bpvideo.evaluate.scoring import evaluate as score
 
     configure_logging(verbosity_level(verbose, quiet))  # --logfile once the guard has seen it
+    check_json_stdout(as_json)
     if csv_path == "-":  # elsewhere "-" is stdout: a file named "-" is never what is meant
         raise InputError(
             "--csv -: the per-frame scores go to a file: give its path (--csv scores.csv), "

@@ -296,6 +296,13 @@ def _open_closed_streams() -> None:
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
 
 
+def check_json_stdout(as_json: bool) -> None:
+    """Refuse ``--json`` when the process started with stdout closed: the JSON asked for
+    would go nowhere, and the run would look done (exit 2)."""
+    if as_json and 1 in CLOSED_STREAMS:
+        raise InputError("--json but stdout is closed: leave it open, or a pipe on stdout")
+
+
 def run(cli: click.Command, argv: list[str] | None = None) -> int:
     """Run the command line ``cli`` on ``argv`` (default: this process's arguments), with
     bpvideo's errors, exit codes and signals; return the exit code.

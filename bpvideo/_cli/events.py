@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from bpvideo._cli.console import configure_logging
+from bpvideo._cli.console import check_json_stdout, configure_logging
 from bpvideo._cli.options import GroupedCommand, verbosity_level, verbosity_options
 from bpvideo.settings import flag_of, option_specs
 
@@ -68,6 +68,7 @@ def events(
 
     level = verbosity_level(verbose, quiet)
     configure_logging(level)  # --logfile once the guard has seen it
+    check_json_stdout(as_json)
     given = {k: v for k, v in options.items() if v is not None and v != ()}
     summary = rederive(outdir, writes=logfile_access(logfile),
                        checked=lambda: configure_logging(level, logfile), **given)  # fmt: skip

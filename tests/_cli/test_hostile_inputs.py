@@ -415,12 +415,21 @@ def test_closed_standard_streams(clip: Path, tmp_path: Path) -> None:
     for argv, closed, message in (
         (["-", "-o", str(tmp_path / "o2")], 0, b"stdin is closed"),
         ([str(clip), "-o", str(tmp_path / "o3"), "--masks-to", "-"], 1, b"stdout is closed"),
+        ([str(clip), "-o", str(tmp_path / "o4"), "--events-to", "-"], 1, b"stdout is closed"),
+        ([str(clip), "-o", str(tmp_path / "o5"), "--json"], 1, b"--json but stdout is closed"),
     ):
         done = subprocess.run(
             [*base, *argv], stderr=subprocess.PIPE, env=env, timeout=120, check=False,
             preexec_fn=lambda fd=closed: os.close(fd),
         )  # fmt: skip
         assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert not (tmp_path / argv[2]).exists()  # refused before any work
+    for command in (["events", str(out), "--json"], ["evaluate", str(out), str(out), "--json"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bpvideo", *command], stderr=subprocess.PIPE, env=env,
+            timeout=120, check=False, preexec_fn=lambda: os.close(1),
+        )  # fmt: skip
+        assert done.returncode == 2 and b"--json but stdout is closed" in done.stderr, command
 
 
 # --- errors that name the real cause -----------------------------------------------------
