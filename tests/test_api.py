@@ -109,6 +109,13 @@ def test_not_frames() -> None:
     # 12-bit frames are refused with the divisor, not clipped to white (all background).
     with pytest.raises(InputError, match=r"uint16 with .*divide by 16 \(its values take 12"):
         bpvideo.separate(frames.astype(np.uint16) * 16)
+    # Signed or centred frames are refused with the shift, not clipped to black; a
+    # filter's undershoot on a few pixels is clipped.
+    with pytest.raises(InputError, match=r"int16 with \d+% of its values below 0 .*add 128"):
+        bpvideo.separate(frames.astype(np.int16) - 128)
+    undershoot = frames.astype(np.float32)
+    undershoot[:, 0, :5] = -40  # 5 pixels of 1728 in each frame
+    assert bpvideo.separate(undershoot, rank=1).masks.shape == (len(frames), 36, 48)
     with pytest.raises(TypeError, match=r"^input=5 is not a path: give a str or pathlib\.Path$"):
         bpvideo.separate_file(5, "out")
 

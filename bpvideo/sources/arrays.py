@@ -7,8 +7,9 @@ they are; other dtypes are grey levels 0..255, rounded and clipped to uint8. Ima
 0..1 are refused, not read as black: a float first frame whose values all lie in 0..1
 (not all 0) is taken for one, with the fix (multiply by 255); so are frames of more than
 8 bits, not read as white: a first frame with values above :data:`DEEP_FRAME` (a 16-bit
-camera's) is refused with the divisor that makes it 0..255. Frames are numbered from 0,
-as a video's.
+camera's) is refused with the divisor that makes it 0..255, and a first frame of signed
+or centred values (more than :data:`NEGATIVE_SHARE` of them below ``-UNDERSHOOT``) with
+the shift, not read as black. Frames are numbered from 0, as a video's.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ __all__ = ["as_bgr", "open_frames"]
 #: cameras), refused with the divisor that makes it 0..255 rather than clipped to white;
 #: up to it, values past 255 are overshoot (of a gain, a filter) and are clipped.
 DEEP_FRAME = 511
+#: A first frame with more than this share of its values below ``-UNDERSHOOT`` is taken
+#: for signed or centred data (int8, frames minus their mean) and refused with the fix,
+#: rather than clipped to black; fewer are the undershoot of a filter at dark edges.
+NEGATIVE_SHARE = 0.01
+UNDERSHOOT = 16
 
 
 def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
@@ -84,6 +90,12 @@ def as_bgr(frame: Any, index: int = 0) -> np.ndarray:
             raise InputError(
                 f"frame 0 is {image.dtype} with values up to {top:g}: frames are grey levels "
                 f"0..255; divide by {2 ** (bits - 8)} (its values take {bits} bits) or give uint8"
+            )
+        if index == 0 and (below := float(np.mean(values < -UNDERSHOOT))) > NEGATIVE_SHARE:
+            raise InputError(
+                f"frame 0 is {image.dtype} with {below:.0%} of its values below 0 (down to "
+                f"{float(values.min()):g}): frames are grey levels 0..255; shift them (add "
+                "128 to centred frames) or give uint8"
             )
         image = np.clip(np.rint(values), 0, 255).astype(np.uint8)
     if image.ndim == 2:
