@@ -127,3 +127,41 @@ def test_an_attempt_that_gets_no_frame_ends_at_its_timeout():
             stop.set()
             server.join(10)
     assert procs and procs[0].poll() is not None  # its ffmpeg is gone
+
+
+def test_the_first_connection_waits_for_its_first_frame_at_most_first_frame(monkeypatch):
+    """The first connection to a server that answers and trickles bytes, never a frame,
+    ends after :data:`~bpvideo.sources.live.FIRST_FRAME` seconds (20 s; 0.5 s here) as a
+    stream that cannot be opened, its ffmpeg gone: the run neither starts nor hangs."""
+    import socket
+    import threading
+
+    from bpvideo.errors import InputError
+    from bpvideo.sources import live
+
+    monkeypatch.setattr(live, "FIRST_FRAME", 0.5)
+    monkeypatch.setattr(live, "FIRST_TRIES", 0.0)  # one attempt
+    procs, waits, real_connect = [], [], live.connect
+
+    def connect(name, size, started, timeout=None):
+        waits.append(timeout)
+        assert timeout is not None, "the first connection waits with no bound"
+        return real_connect(name, size, lambda p: (procs.append(p), started(p)), timeout)
+
+    monkeypatch.setattr(live, "connect", connect)
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop, False),
+                                  daemon=True)  # fmt: skip
+        server.start()
+        name = f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m"
+        try:
+            with pytest.raises(InputError, match=r"open the stream \(no frame within 0\.5s\)"):
+                live.LiveReader(name, reconnect=0.2)
+        finally:
+            stop.set()
+            server.join(10)
+    assert waits == [0.5]  # max(reconnect, FIRST_FRAME)
+    assert procs and all(p.poll() is not None for p in procs)
