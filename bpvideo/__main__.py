@@ -13,6 +13,7 @@ def main() -> int:
 
     For ``bpvideo separate``, first (docs/performance.md, "Start-up"):
 
+    - the soft limit on open files is raised (:func:`bpvideo.failures.raise_open_files`);
     - ffmpeg's answers that opening a video needs (its path, its demuxers, its options:
       three runs of ffmpeg, ~60 ms) are asked in a thread
       (:func:`bpvideo.sources.ffmpeg.ask_early`), on the core that importing numpy,
@@ -28,9 +29,14 @@ def main() -> int:
     try:
         if sys.argv[1:2] == ["separate"]:
             os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-            from bpvideo.sources.ffmpeg import ask_early
+            from bpvideo.failures import MIN_OPEN_FILES, raise_open_files
 
-            ask_early()
+            # Under too low a limit on open files, ffmpeg's pipes would take the ones the
+            # imports need (a traceback); the command line says so in one line instead.
+            if raise_open_files() >= MIN_OPEN_FILES:
+                from bpvideo.sources.ffmpeg import ask_early
+
+                ask_early()
         from bpvideo._cli import main as command_line
     except KeyboardInterrupt:  # Ctrl-C while the library loads: nothing was started yet
         sys.stderr.write("bpvideo: interrupted: no output was kept (outputs appear only when "

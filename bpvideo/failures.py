@@ -30,6 +30,7 @@ __all__ = [
     "events_failure",
     "first_oserror",
     "naming",
+    "raise_open_files",
     "reason",
     "removed_failure",
     "resource_failure",
@@ -167,6 +168,19 @@ def events_failure(path: Path, exc: BaseException, renames: Renames = ()) -> Bpv
                      "earlier events were kept")  # fmt: skip
 
 
+def raise_open_files() -> float:
+    """Raise this process's soft limit on open files to :data:`OPEN_FILES` (or the hard
+    limit, when lower); the soft limit then (``inf``: none)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < OPEN_FILES:
+        soft = OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        except (OSError, ValueError):
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return float("inf") if soft == resource.RLIM_INFINITY else float(soft)
+
+
 def check_open_files() -> None:
     """Raise this process's soft limit on open files to :data:`OPEN_FILES` (or the hard
     limit, when lower), and refuse to start when even that is below
@@ -178,15 +192,9 @@ def check_open_files() -> None:
         ``"too few open files allowed (ulimit -n: 12; a run needs 32): raise the limit
         (ulimit -n 1024) and run again"``.
     """
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < OPEN_FILES:
-        soft = OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-        except (OSError, ValueError):
-            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if soft != resource.RLIM_INFINITY and soft < MIN_OPEN_FILES:
-        raise WorkError(f"too few open files allowed (ulimit -n: {soft}; a run needs "
+    soft = raise_open_files()
+    if soft < MIN_OPEN_FILES:
+        raise WorkError(f"too few open files allowed (ulimit -n: {soft:g}; a run needs "
                         f"{MIN_OPEN_FILES}): raise the limit (ulimit -n {OPEN_FILES}) and run "
                         "again")  # fmt: skip
 
