@@ -3,6 +3,11 @@ them, passwords kept out of messages."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+
 import pytest
 
 from bpvideo.sources.connection import URL_SCHEMES, command, is_url, redact
@@ -74,31 +79,38 @@ def _serve_once_then_trickle(listener, stop, first: bool = True) -> None:
                 pass
 
 
-def test_a_reconnection_attempt_ends_within_the_reconnect_seconds():
-    """After a drop, an attempt that a server keeps opening (a trickle of bytes, no frame)
-    ends when the ``reconnect`` seconds are over, and so does the stream, its frames kept.
-    The attempt's ffmpeg waited for a frame with no end: the stream never ended."""
-    import socket
-    import threading
-
-    from bpvideo.sources.live import LiveReader
-
+@contextlib.contextmanager
+def _camera(first: bool = True) -> Iterator[str]:
+    """The URL of :func:`_serve_once_then_trickle` on 127.0.0.1 (``first``: its first
+    client gets 3 frames), served until the block ends."""
     stop = threading.Event()
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)
-        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop),
+        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop, first),
                                   daemon=True)  # fmt: skip
         server.start()
-        reader = LiveReader(f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m", reconnect=1.0)
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m"
+        finally:
+            stop.set()
+            server.join(10)
+
+
+def test_a_reconnection_attempt_ends_within_the_reconnect_seconds():
+    """After a drop, an attempt that a server keeps opening (a trickle of bytes, no frame)
+    ends when the ``reconnect`` seconds are over, and so does the stream, its frames kept.
+    The attempt's ffmpeg waited for a frame with no end: the stream never ended."""
+    from bpvideo.sources.live import LiveReader
+
+    with _camera() as url:
+        reader = LiveReader(url, reconnect=1.0)
         got: list = []
         consumer = threading.Thread(target=lambda: got.extend(reader.frames()), daemon=True)
         consumer.start()
         consumer.join(60)  # a hang guard: the stream ends about 1 s after the drop
         ended = not consumer.is_alive()
         reader.close()
-        stop.set()
-        server.join(10)
     assert ended, "the reconnection attempt outlived --reconnect"
     assert len(got) == 3 and reader.gaps == []
 
@@ -107,25 +119,11 @@ def test_an_attempt_that_gets_no_frame_ends_at_its_timeout():
     """The one connection's bound, which the first connection (``max(reconnect, 20 s)``)
     and each reconnection (the seconds left) use: a server that trickles bytes kept the
     attempt open for ever; now it fails as a stream that cannot be opened."""
-    import socket
-    import threading
-
     from bpvideo.sources.connection import connect
 
-    stop, procs = threading.Event(), []
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop, False),
-                                  daemon=True)  # fmt: skip
-        server.start()
-        name = f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m"
-        try:
-            with pytest.raises(OSError, match=r"no frame within 0\.5s"):
-                connect(name, None, procs.append, timeout=0.5)
-        finally:
-            stop.set()
-            server.join(10)
+    procs: list = []
+    with _camera(first=False) as url, pytest.raises(OSError, match=r"no frame within 0\.5s"):
+        connect(url, None, procs.append, timeout=0.5)
     assert procs and procs[0].poll() is not None  # its ffmpeg is gone
 
 
@@ -133,9 +131,6 @@ def test_the_first_connection_waits_for_its_first_frame_at_most_first_frame(monk
     """The first connection to a server that answers and trickles bytes, never a frame,
     ends after :data:`~bpvideo.sources.live.FIRST_FRAME` seconds (20 s; 0.5 s here) as a
     stream that cannot be opened, its ffmpeg gone: the run neither starts nor hangs."""
-    import socket
-    import threading
-
     from bpvideo.errors import InputError
     from bpvideo.sources import live
 
@@ -149,19 +144,8 @@ def test_the_first_connection_waits_for_its_first_frame_at_most_first_frame(monk
         return real_connect(name, size, lambda p: (procs.append(p), started(p)), timeout)
 
     monkeypatch.setattr(live, "connect", connect)
-    stop = threading.Event()
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        server = threading.Thread(target=_serve_once_then_trickle, args=(listener, stop, False),
-                                  daemon=True)  # fmt: skip
-        server.start()
-        name = f"http://127.0.0.1:{listener.getsockname()[1]}/x.y4m"
-        try:
-            with pytest.raises(InputError, match=r"open the stream \(no frame within 0\.5s\)"):
-                live.LiveReader(name, reconnect=0.2)
-        finally:
-            stop.set()
-            server.join(10)
+    with _camera(first=False) as url:
+        with pytest.raises(InputError, match=r"open the stream \(no frame within 0\.5s\)"):
+            live.LiveReader(url, reconnect=0.2)
     assert waits == [0.5]  # max(reconnect, FIRST_FRAME)
     assert procs and all(p.poll() is not None for p in procs)
