@@ -236,15 +236,18 @@ def missing_folders(path: Path) -> list[Path]:
     return missing
 
 
-def stopped(input: str, output: str, settings: dict[str, Any]) -> bool:
-    """Whether ``output`` holds the checkpoint of a stopped run of ``input`` with these
-    settings (:meth:`SeparateSettings.to_dict`): ``--resume`` finishes it (``batch``)."""
+def stopped(input: str, output: str, settings: dict[str, Any]) -> int:
+    """The frames whose outputs the checkpoint in ``output`` keeps when it is one of a
+    stopped run of ``input`` with these settings (:meth:`SeparateSettings.to_dict`):
+    ``--resume`` goes on from them (``batch``). 0 when there is none."""
     try:
         saved = read_checkpoint(Path(output))
         now = identity(input, settings)
     except (OSError, BpvideoError):
-        return False
-    return saved is not None and all(saved.run.get(k) == v for k, v in now.items())
+        return 0
+    if saved is None or any(saved.run.get(k) != v for k, v in now.items()):
+        return 0
+    return saved.frames
 
 
 def remove_created(created: list[Path]) -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -188,12 +189,17 @@ class BatchReport:
             self.entries[job.index]["status"] = "running"
         self.save()
 
-    def interrupted(self, signum: int) -> None:
-        """The batch stopped on a signal: jobs that ran are ``interrupted``; save."""
-        for entry in self.entries:
+    def interrupted(self, signum: int, kept: Callable[[int], int]) -> None:
+        """The batch stopped on a signal: jobs that ran are ``interrupted``, with the
+        frames their finished windows keep for ``--resume`` (``kept(job index)``); save."""
+        for index, entry in enumerate(self.entries):
             if entry["status"] == "running":
                 entry["status"] = "interrupted"
                 entry["error"] = f"stopped by signal {signum} while it ran"
+                entry["kept_frames"] = kept(index)
+                if entry["kept_frames"]:
+                    entry["error"] += (f"; the outputs of its first {entry['kept_frames']} "
+                                       "frames are kept: --resume goes on from them")  # fmt: skip
         self.state["interrupted_by"] = signum
         self.save()
 

@@ -367,6 +367,28 @@ def _remove_interrupted(todo: list[Job], report: BatchReport, existing: set[str]
             remove_killed(folder, killed=killed)
 
 
+def _kept_frames(todo: list[Job]) -> Callable[[int], int]:
+    """The frames the checkpoint of a stopped job keeps, by the job's index (0: none)."""
+    from bpvideo.resume import stopped
+
+    jobs = {job.index: job for job in todo}
+    return lambda index: stopped(jobs[index].input, jobs[index].output, jobs[index].settings)
+
+
+def _stopped_line(report: BatchReport) -> str:
+    """What a stopped batch did and kept, and how to go on (the end of its last line)."""
+    counts = report.state["counts"]
+    done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    kept = sum(1 for e in report.entries if e.get("kept_frames"))
+    if kept == 0:
+        what = "nothing of an interrupted job was kept"
+    else:
+        what = (f"the finished windows of {kept} interrupted job{'s' if kept > 1 else ''} "
+                "were kept")  # fmt: skip
+    return (f"{done} ({what}): the report {report.path} says which; run again with --resume "
+            "for the rest")  # fmt: skip
+
+
 def _run(
     todo: list[Job],
     report: BatchReport,
@@ -396,17 +418,10 @@ def _run(
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         progress.close()
         with signals_deferred():
-            report.interrupted(signum)
-            _remove_interrupted(todo, report, existing)
-        counts = report.state["counts"]
-        done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-        print(
-            f"bpvideo: {'interrupted' if signum == signal.SIGINT else 'terminated'} by signal "
-            f"{signum}: {done} (nothing of an interrupted job was kept): the report "
-            f"{report.path} says which; run again with --resume for the rest",
-            file=sys.stderr,
-            flush=True,
-        )
+            report.interrupted(signum, _kept_frames(todo))
+            _remove_interrupted(todo, report, existing)  # staging and locks: never a checkpoint
+        print(f"bpvideo: {'interrupted' if signum == signal.SIGINT else 'terminated'} by signal "
+              f"{signum}: {_stopped_line(report)}", file=sys.stderr, flush=True)  # fmt: skip
         return 128 + signum
     finally:
         progress.close()

@@ -190,3 +190,59 @@ def test_each_config_has_its_own_report(run_cli, clips: list[Path], tmp_path: Pa
     assert res.code == 0, res.err
     assert report_of(chosen)["jobs"][0]["input"] == str(clips[2])
     assert not (tmp_path / "dawn.report.json").exists() and str(chosen) in res.err
+
+
+def _saved_frames(out: Path) -> int:
+    """The frames a job's checkpoint keeps so far (its own word), 0 before the first."""
+    from bpvideo.errors import InputError
+    from bpvideo.sinks.checkpoint import read_checkpoint
+
+    try:
+        saved = read_checkpoint(out)
+    except InputError:  # caught between two of its files: look again
+        return 0
+    return 0 if saved is None else saved.frames
+
+
+def test_a_stopped_job_keeps_its_windows_and_resume_goes_on_from_them(
+    start, run_cli, tmp_path: Path
+) -> None:
+    """A job of 4 windows of about a second each (``tol: 0``: every window runs its 200
+    iterations), stopped once its checkpoint holds a window: the report and the last line
+    say what is kept, and ``--resume`` finishes it to the masks of an uninterrupted run."""
+    clip = tmp_path / "cams" / "long.mkv"
+    clip.parent.mkdir()
+    write_video(clip, tiny_frames(n=90, h=72, w=96)[0], 10.0, lossless=True)
+    options = {"rank": "1", "tol": "0", "max_iter": "200", "window": "30", "overlap": "5"}
+    out = tmp_path / "out" / "long"
+    config = tmp_path / "night.yaml"
+    config.write_text(f"jobs:\n  - input: {clip}\n    output: {out}\n"
+                      + "".join(f"    {k}: {v}\n" for k, v in options.items()))  # fmt: skip
+    proc = start("batch", config, "--workers", "1")
+    deadline = time.monotonic() + 300  # a hang guard: the checkpoint is the job's own word
+    while _saved_frames(out) == 0:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    entry = report_of(tmp_path / "night.report.json")["jobs"][0]
+    kept = _saved_frames(out)
+    assert entry["status"] == "interrupted" and entry["kept_frames"] == kept
+    assert kept in (30, 55, 80), kept  # whole windows: frames 1-30, 31-55, 56-80
+    assert f"its first {kept} frames are kept: --resume goes on from them" in entry["error"]
+    last = err.decode().strip().splitlines()
+    assert "(the finished windows of 1 interrupted job were kept)" in next(
+        line for line in last if line.startswith("bpvideo: terminated by signal 15")
+    )
+    done = run_cli("batch", config, "--resume", "--workers", "1")
+    assert done.code == 0, done.err
+    whole = tmp_path / "whole"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
+    assert run_cli("separate", clip, "-o", whole, *flags).code == 0
+    masks = sorted((out / "masks").iterdir())
+    assert len(masks) == 90
+    assert [p.read_bytes() for p in masks] == [
+        p.read_bytes() for p in sorted((whole / "masks").iterdir())
+    ]
+    assert "incomplete" not in json.loads((out / "summary.json").read_text())
