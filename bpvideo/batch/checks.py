@@ -89,8 +89,12 @@ class Checker:
         self.problems: list[tuple[int, str]] = []
 
     def add(self, line: int, where: str, message: str) -> None:
+        """Record a problem; the same one again (a ``defaults:`` key, met by every job
+        that uses it) is said once."""
         prefix = f"{where}: " if where else ""
-        self.problems.append((line, f"{self.label}:{line}: {prefix}{message}"))
+        problem = (line, f"{self.label}:{line}: {prefix}{message}")
+        if problem not in self.problems:
+            self.problems.append(problem)
 
     def raise_if_any(self) -> None:
         if self.problems:

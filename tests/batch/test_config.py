@@ -168,6 +168,19 @@ def test_config_with_several_errors_reports_all(run_cli, cams: Path, tmp_path: P
     assert not (tmp_path / "night.report.json").exists()
 
 
+def test_a_defaults_typo_is_said_once_for_all_its_jobs(run_cli, cams: Path, tmp_path: Path):
+    """An unknown key under ``defaults:`` is met by every job (as a template value their
+    output does not use): one line, not one per job."""
+    config = write_config(tmp_path, "defaults:\n  rnak: 3\njobs:\n"
+                          "  - input: cams/north/*.mkv\n  - input: cams/south/c.mkv\n")  # fmt: skip
+    res = run_cli("batch", config)
+    assert res.code == 2 and res.out == ""
+    assert res.err.splitlines() == [
+        f"bpvideo: error: {config}:2: defaults.rnak: unknown key (did you mean 'rank'?): not an "
+        "option of separate, and the output template '{stem}-bpvideo' does not use {rnak}"
+    ]
+
+
 def test_duplicate_keys_are_errors(tmp_path: Path, cams: Path) -> None:
     config = write_config(
         tmp_path,
