@@ -9,7 +9,12 @@ from typing import Any
 import click
 
 from bpvideo._cli.console import check_json_stdout, configure_logging
-from bpvideo._cli.options import GroupedCommand, verbosity_level, verbosity_options
+from bpvideo._cli.options import (
+    GroupedCommand,
+    click_type,
+    verbosity_level,
+    verbosity_options,
+)
 from bpvideo.settings import flag_of, option_specs
 
 __all__ = ["events"]
@@ -19,15 +24,18 @@ Examples:
   bpvideo events out --min-event 2s --event-gap 5s
   bpvideo events out --exclude '0,0 320,0 320,40 0,40' --json | jq length
   bpvideo events out --roi door.png --event-pad 0
+  bpvideo events out --events objects --count-line '0,140 320,140'
 
 \b
 Replaces OUTDIR/events.csv, frames.csv, report.html, the clips and the "events" of
 summary.json as one set (staged, then swapped: a failure or Ctrl-C midway leaves the old
 set whole), from the masks in OUTDIR/masks: nothing is solved. Clips are cut again from
-the input (removed when it cannot be read); objects.csv and tracks.csv are removed when
-the region changes. Options not given keep the run's values (summary.json's settings); a
-region can only narrow the run's, whose masks hold no foreground outside it. The overlay
-shows the masks, not the events: it stays.
+the input (removed when it cannot be read). When the run tracked objects, or with
+--events objects or --count-line, the objects are tracked again on the masks:
+objects.csv, tracks.csv and summary.json's "objects" and "counts" join the set. Options
+not given keep the run's values (summary.json's settings); a region can only narrow the
+run's, whose masks hold no foreground outside it. The overlay shows the masks, not the
+events: it stays.
 """
 
 
@@ -38,8 +46,8 @@ def _event_options(func: Callable) -> Callable:
     for name in reversed(EVENT_SETTINGS):
         spec = specs[name]
         func = click.option(flag_of(name, spec), name, default=None, help=spec.help,
-                            metavar=spec.metavar,
-                            multiple=spec.kind == "regions")(func)  # fmt: skip
+                            metavar=spec.metavar, type=click_type(spec),
+                            multiple=spec.kind in ("regions", "lines"))(func)  # fmt: skip
     return func
 
 

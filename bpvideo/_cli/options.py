@@ -46,7 +46,8 @@ class GroupedCommand(click.Command):
                     )
 
 
-def _click_type(spec: Spec) -> Any:
+def click_type(spec: Spec) -> Any:
+    """The click type of an option's values."""
     if spec.kind == "int":
         return int
     if spec.kind == "float":
@@ -76,7 +77,7 @@ def settings_options(func: Callable) -> Callable:
             func = click.option(
                 flag,
                 name,
-                type=_click_type(spec),
+                type=click_type(spec),
                 default=None,
                 help=help_text if default != () else spec.help,
                 metavar=spec.metavar,

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from bpvideo.events.counting import check_line_meets
 from bpvideo.events.objects import (
@@ -34,8 +37,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from bpvideo.settings import SeparateSettings
     from bpvideo.sinks.outputs import OutputDir
     from bpvideo.sources.files import FrameSource
+    from bpvideo.times import WallClock
 
-__all__ = ["ObjectsSink", "count_lines"]
+__all__ = ["ObjectsSink", "count_lines", "objects_of_masks", "track_masks"]
 
 
 def count_lines(
@@ -195,3 +199,45 @@ class ObjectsSink:
         if self.tracker.counts.lines:
             out["counts"] = self.tracker.counts.summary(self.seconds)
         return out
+
+
+def objects_of_masks(
+    folder: Path,
+    settings: SeparateSettings,
+    shape: tuple[int, int],
+    fps: float,
+    clock: WallClock,
+    times: dict[int, float],
+) -> ObjectsSink:
+    """An opened :class:`ObjectsSink` for masks read back from a result folder (``bpvideo
+    events OUTDIR``): it writes ``objects.csv`` and ``tracks.csv`` into ``folder``.
+
+    The masks are handed over as they were made, the run's mask numbers standing for the
+    frames: the objects are the run's, row for row, when the settings are.
+
+    Parameters
+    ----------
+    folder : Path
+        Where both files go (a staging folder).
+    settings : SeparateSettings
+        ``events``, ``count_line``, the regions, ``scale`` and ``step``.
+    shape : (int, int)
+        The masks' (H, W).
+    fps : float
+        The input's own rate (summary.json's ``fps``).
+    clock : WallClock
+        The time of day of the input's seconds.
+    times : dict of int to float
+        Seconds of each mask number (``frames.csv``).
+    """
+    source = SimpleNamespace(fps=fps, height=shape[0], width=shape[1], clock=clock,
+                             mask_number=lambda n: n, numbering="index", times=times)  # fmt: skip
+    sink = ObjectsSink(SimpleNamespace(stage=lambda name: folder / name), source, settings)  # type: ignore[arg-type]
+    sink.open()
+    return sink
+
+
+def track_masks(sink: ObjectsSink, numbers: list[int], masks: np.ndarray) -> None:
+    """Hand (k, H, W) bool masks of mask numbers ``numbers`` to a sink of
+    :func:`objects_of_masks`."""
+    sink.write(SimpleNamespace(numbers=numbers, masks=masks))  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
 from bpvideo.sinks.guard import Access, check_access, region_reads
+from bpvideo.sinks.objects import ObjectsSink, objects_of_masks, track_masks
 from bpvideo.sinks.outputs import (
     STAGING_PREFIX,
     SUMMARY,
@@ -34,7 +35,7 @@ from bpvideo.sinks.outputs import (
     write_json,
 )
 from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
-from bpvideo.sinks.table import OUTPUTS
+from bpvideo.sinks.table import OUTPUTS, tracks_objects
 from bpvideo.sources.headers import decode_image, read_image, read_text
 from bpvideo.sources.regions import region_mask
 from bpvideo.times import WallClock, parse_time_of_day
@@ -44,12 +45,25 @@ __all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
 logger = logging.getLogger("bpvideo")
 
 #: The options that :func:`rederive` may change.
-EVENT_SETTINGS = ("min_event", "event_gap", "event_pad", "event_threshold", "roi", "exclude")
+EVENT_SETTINGS = (
+    "min_event",
+    "event_gap",
+    "event_pad",
+    "event_threshold",
+    "roi",
+    "exclude",
+    "events",
+    "count_line",
+)
+#: Those that :func:`events` (masks in memory: no objects) takes.
+MASK_EVENT_SETTINGS = EVENT_SETTINGS[:6]
 #: Masks read at a time.
 BLOCK = 64
 
 #: The files ``bpvideo events`` writes again, by role (:mod:`bpvideo.sinks.table`).
 EVENT_FILES = {o.role: o.name for o in OUTPUTS if o.sink in ("EventsSink", "ReportSink")}
+#: The files of the objects, written again when they are tracked.
+OBJECT_FILES = {o.role: o.name for o in OUTPUTS if o.sink == "ObjectsSink"}
 CLIP_NAME = next(o.name for o in OUTPUTS if o.role == "clips")
 
 
@@ -115,10 +129,10 @@ def events(masks: Any, /, *, fps: float = 25.0, times: Any = None, **options: An
     ...  event_pad=0)]
     [(31, 60, '00:00:01.200')]
     """
-    unknown = sorted(k for k in options if option_name(k) not in EVENT_SETTINGS)
+    unknown = sorted(k for k in options if option_name(k) not in MASK_EVENT_SETTINGS)
     if unknown:
         raise InputError(f"unknown event option(s): {', '.join(unknown)}: the options are "
-                         f"{', '.join(EVENT_SETTINGS)}")  # fmt: skip
+                         f"{', '.join(MASK_EVENT_SETTINGS)}")  # fmt: skip
     settings = SeparateSettings.from_mapping(options)
     return find_events(masks, settings, fps=fps, times=times)[1]
 
@@ -230,16 +244,23 @@ def _mask_files(outdir: Path, numbers: list[int]) -> list[Path]:
 
 
 def _read_all(outdir: Path, numbers: list[int], times: np.ndarray, stream: EventStream,
-              backdrop: np.ndarray) -> None:  # fmt: skip
-    """Feed the masks of ``outdir``, :data:`BLOCK` at a time (read by two threads)."""
+              backdrop: np.ndarray, objects: ObjectsSink | None,
+              region: np.ndarray | None) -> None:  # fmt: skip
+    """Feed the masks of ``outdir``, cut to ``region`` as a run with that region cuts
+    them, to the events (and the objects, when tracked), :data:`BLOCK` at a time (read by
+    two threads)."""
     files = _mask_files(outdir, numbers)
     shape = backdrop.shape[:2]
     with ThreadPoolExecutor(2) as pool:
         for lo in range(0, len(files), BLOCK):
             block = pool.map(lambda f: _read_mask(f, shape), files[lo : lo + BLOCK])
             masks = np.stack(list(block))
+            if region is not None:
+                masks &= region
             frames = np.broadcast_to(backdrop, (len(masks), *backdrop.shape))
             stream.add(numbers[lo : lo + BLOCK], masks, frames, times[lo : lo + BLOCK])
+            if objects is not None:
+                track_masks(objects, numbers[lo : lo + BLOCK], masks)
 
 
 def _staging(outdir: Path) -> Path:
@@ -249,37 +270,23 @@ def _staging(outdir: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-events-", dir=outdir))
 
 
-def _derived(
+def _recut_clips(
     outdir: Path, staging: Path, summary: dict[str, Any], settings: SeparateSettings,
     found: list[Event], outputs: dict[str, str],
 ) -> list[str]:  # fmt: skip
-    """Stage what else the events make (the clips, cut again from the input); the entries
-    of OUTDIR that no longer fit the events and cannot be made again here, dropped from
-    ``outputs``: the clips of an input that is gone, the objects of another region."""
-    dropped = []
-    if "clips" in outputs or (outdir / "clips").exists():
-        if _recut(summary, settings, found, staging / "clips"):
-            outputs["clips"] = CLIP_NAME
-        else:
-            outputs.pop("clips", None)
-            dropped.append("clips")
-            logger.warning("%s: the clips of the earlier events were removed (the input %s "
-                           "cannot be read again): run bpvideo separate --clips for clips",
-                           outdir, summary.get("input"))  # fmt: skip
-    run = summary.get("settings", {})
-    now = json.loads(json.dumps(settings.to_dict(), default=str))  # as summary.json has it
-    region = any(run.get(k, now[k]) != now[k] for k in ("roi", "exclude"))
-    objects = [n for n in ("objects.csv", "tracks.csv") if (outdir / n).exists()]
-    if region and objects:
-        dropped += objects
-        for role in ("objects", "tracks"):
-            outputs.pop(role, None)
-        logger.warning(
-            "%s: objects.csv and tracks.csv were of the run's region and were "
-            "removed: run bpvideo separate with the new region for them",
-            outdir,
-        )
-    return dropped
+    """Stage the clips of the new events, cut again from the input, when the run had
+    clips; when the input cannot be read again, the old clips are dropped (from
+    ``outputs`` too): the names of OUTDIR's entries to remove."""
+    if "clips" not in outputs and not (outdir / "clips").exists():
+        return []
+    if _recut(summary, settings, found, staging / "clips"):
+        outputs["clips"] = CLIP_NAME
+        return []
+    outputs.pop("clips", None)
+    logger.warning("%s: the clips of the earlier events were removed (the input %s cannot be "
+                   "read again): run bpvideo separate --clips for clips", outdir,
+                   summary.get("input"))  # fmt: skip
+    return ["clips"]
 
 
 def _recut(summary: dict[str, Any], settings: SeparateSettings, found: list[Event],
@@ -328,10 +335,10 @@ def _swap(outdir: Path, staging: Path, dropped: list[str]) -> None:
 
 def _page(
     outdir: Path, staging: Path, summary: dict[str, Any], settings: SeparateSettings,
-    stream: EventStream, found: list[Event], dropped: list[str],
+    stream: EventStream, found: list[Event], tracked: bool,
 ) -> str:  # fmt: skip
     """The new ``report.html``: it links the new clips (staged) and the overlay (the
-    masks': it stays), and shows the objects unless they were removed."""
+    masks': it stays), and shows the objects (staged) when they are tracked."""
     links = Links(Links.of(staging, found).clips, Links.of(outdir, []).overlay)
     still = outdir / "background.png"
     shape = (int(summary["height"]), int(summary["width"]))
@@ -348,8 +355,8 @@ def _page(
         facts=report_facts(
             str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
         ),
-        objects=None if "objects.csv" in dropped else read_objects(outdir / "objects.csv"),
-        object_count=None if "objects.csv" in dropped else summary.get("objects"),
+        objects=read_objects(staging / "objects.csv") if tracked else None,
+        object_count=summary.get("objects") if tracked else None,
         counts=summary.get("counts"),
         links=links,
         start=wall_clock(summary.get("start_time")),
@@ -370,7 +377,7 @@ def _checked_settings(
         logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
                        "%s", outdir, summary["incomplete"].get("frames"),
                        summary["incomplete"].get("resume"))  # fmt: skip
-    names = (*EVENT_FILES.values(), "clips", SUMMARY)
+    names = (*EVENT_FILES.values(), *OBJECT_FILES.values(), "clips", SUMMARY)
     outputs = [Access(outdir / n, "the output", "OUTDIR") for n in names]
     reads = [Access(outdir / "masks", "the masks"), *region_reads(settings)]
     if writes:  # the masks one by one: a file written (the log) may not be one of them
@@ -389,10 +396,12 @@ def rederive(
 ) -> dict[str, Any]:
     """Find the events of an output directory again from its masks; replace what the
     events make as one set: ``events.csv``, ``frames.csv``, ``report.html``, the clips
-    (cut again from the input; removed when it cannot be read) and summary.json's
-    ``events`` (the objects when the region changed are removed: they were of the run's).
-    The set is staged, then swapped in place of the old one: a failure or a stop midway
-    leaves the old set whole.
+    (cut again from the input; removed when it cannot be read), summary.json's ``events``
+    and, when the run tracked objects or the options ask for them (``events="objects"``, a
+    ``count_line``), ``objects.csv``, ``tracks.csv`` and summary.json's ``objects`` and
+    ``counts`` (tracked again on the masks: the run's objects when its settings are
+    kept). The set is staged, then swapped in place of the old one: a failure or a stop
+    midway leaves the old set whole.
 
     Parameters
     ----------
@@ -432,15 +441,28 @@ def rederive(
         staging = _staging(outdir)
     except OSError as exc:  # a read-only OUTDIR, one not ours
         raise events_failure(outdir, exc) from exc
-    stream = None
+    clock = _clock(summary)
+    tracked = tracks_objects(settings) or (outdir / OBJECT_FILES["objects"]).exists()
+    stream = objects = None
     try:
         stream = EventStream(staging / EVENT_FILES["frames"], fps, region, settings)
-        _read_all(outdir, numbers, times, stream, backdrop)
-        found = [e.timed(_clock(summary)) for e in stream.finish()]
+        if tracked:
+            objects = objects_of_masks(staging, settings, shape, float(summary["fps"]), clock,
+                                       dict(zip(numbers, times.tolist(), strict=True)))  # fmt: skip
+        _read_all(outdir, numbers, times, stream, backdrop, objects, region)
+        found = [e.timed(clock) for e in stream.finish()]
         outputs = dict(summary.get("outputs") or {})
         outputs.update(EVENT_FILES)
-        dropped = _derived(outdir, staging, summary, settings, found, outputs)
-        page = _page(outdir, staging, summary, settings, stream, found, dropped)
+        for key in ("objects", "counts"):
+            summary.pop(key, None)
+        if objects is not None:
+            objects.close()
+            summary.update(objects.summary())
+            outputs.update(OBJECT_FILES)
+            if settings.events == "objects":
+                found = objects.events()
+        dropped = _recut_clips(outdir, staging, summary, settings, found, outputs)
+        page = _page(outdir, staging, summary, settings, stream, found, tracked)
         atomic_write_bytes(staging / EVENT_FILES["events"], events_csv(found))
         atomic_write_bytes(staging / EVENT_FILES["report"], page.encode())
         changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
@@ -452,8 +474,10 @@ def rederive(
     except OSError as exc:  # a full disk part-way: the earlier set stays whole
         raise events_failure(outdir, exc, [(staging, outdir)]) from exc
     finally:
-        if stream is not None:
-            stream.abort()
+        for sink in (stream, objects):
+            if sink is not None:
+                sink.abort()
         shutil.rmtree(staging, ignore_errors=True)
-    logger.info("%s: %d event(s) in %d frame(s)", outdir, len(found), stream.frames)
+    logger.info("%s: %d event(s)%s in %d frame(s)", outdir, len(found),
+                f", {summary['objects']} object(s)" if tracked else "", stream.frames)  # fmt: skip
     return summary

@@ -12,6 +12,7 @@ import pytest
 from bpvideo import separate_file
 from bpvideo.sinks.writers import write_video
 from tests.sinks.test_events import EVENTS, FPS, bursts
+from tests.sinks.test_objects import LINE, SQUARES, read, write_squares
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +21,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_video(root / "bursts.mkv", bursts()[0], FPS, lossless=True)
     separate_file(root / "bursts.mkv", root / "out", no_video=True, **EVENTS)
     return root / "out"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Squares crossing a still scene (tests/sinks/test_objects.py)."""
+    return write_squares(tmp_path_factory.mktemp("squares"))
 
 
 def _copy(run: Path, tmp_path: Path) -> Path:
@@ -53,6 +60,50 @@ def test_new_options_change_the_events_and_the_summary(run: Path, tmp_path: Path
     assert (out / "events.csv").read_text().count("\n") == 2
 
 
+def _same_result(out: Path, other: Path) -> None:
+    """The events, frames and objects of ``out`` are those of ``other``, byte for byte."""
+    for name in ("events.csv", "frames.csv", "objects.csv", "tracks.csv"):
+        assert (out / name).read_bytes() == (other / name).read_bytes(), name
+    mine, theirs = (json.loads((d / "summary.json").read_text()) for d in (out, other))
+    for key in ("events", "objects", "counts", "outputs"):
+        assert mine.get(key) == theirs.get(key), key
+    assert {k: mine["settings"][k] for k in ("events", "count_line", "roi")} == {
+        k: theirs["settings"][k] for k in ("events", "count_line", "roi")
+    }
+
+
+def test_events_tracks_the_objects_of_a_run_that_did_not(folder: Path, tmp_path: Path, run_cli):
+    """``--events objects --count-line`` on a run without objects: the objects, counts
+    and object events of a run made with them."""
+    plain, tracked = tmp_path / "plain", tmp_path / "tracked"
+    separate_file(folder, plain, no_video=True)
+    separate_file(folder, tracked, no_video=True, count_line=[LINE], events="objects")
+    assert not (plain / "objects.csv").exists()
+    result = run_cli("events", plain, "--events", "objects", "--count-line", LINE)
+    assert result.code == 0, result.err
+    _same_result(plain, tracked)
+    assert len(read(plain / "objects.csv")) == len(SQUARES)
+    assert f"{len(SQUARES)} object(s)" in result.err
+
+
+def test_a_region_tracks_the_objects_again(folder: Path, tmp_path: Path, run_cli):
+    """A narrower region on a run with objects: the objects of a run made with that
+    region (the square on the right is gone), not the run's nor none."""
+    out, narrow = tmp_path / "out", tmp_path / "narrow"
+    left = "0,0 48,0 48,72 0,72"
+    separate_file(folder, out, no_video=True, count_line=[LINE], events="objects")
+    separate_file(folder, narrow, no_video=True, count_line=[LINE], events="objects",
+                  roi=[left])  # fmt: skip
+    result = run_cli("events", out, "--roi", left)
+    assert result.code == 0, result.err
+    _same_result(out, narrow)
+    assert len(read(out / "objects.csv")) == len(SQUARES) - 1
+    # and the events of the objects stay when only the activity's options change
+    again = run_cli("events", out, "--min-event", "2s")
+    assert again.code == 0, again.err
+    _same_result(out, narrow)
+
+
 def test_a_region_narrows_the_events(run: Path, tmp_path: Path, run_cli):
     out = _copy(run, tmp_path)
     result = run_cli("events", out, "--roi", "0,0 3,0 3,3 0,3", "--json")
@@ -66,16 +117,20 @@ def test_a_region_narrows_the_events(run: Path, tmp_path: Path, run_cli):
         (["--roi", "1,2 3,4"], "--roi '1,2 3,4' needs three corners"),
         (["--roi", "missing.png"], "missing.png: --roi is neither a polygon"),
         (["--min-event", "1.5"], "--min-event"),
+        (["--count-line", "500,500 600,600"], "misses the 48x36 frames"),
+        (["--count-line", "0,10"], "a counting line is two distinct points"),
+        (["--events", "cars"], "'cars' is not one of 'activity', 'objects'"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(run: Path, tmp_path: Path, run_cli, args, message):
     out = _copy(run, tmp_path)
-    before = (out / "summary.json").read_bytes()
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     result = run_cli("events", out, *args)
     assert result.code == 2
     assert result.err.count("\n") == 1 and message in result.err
     assert "Traceback" not in result.err
-    assert (out / "summary.json").read_bytes() == before
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
 
 
 def _damage_summary(**fields):

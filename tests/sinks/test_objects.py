@@ -23,8 +23,12 @@ LINE = "0,36 96,36"
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder of PNG frames: a textured still scene and the squares of :data:`SQUARES`."""
-    root = tmp_path_factory.mktemp("squares")
+    return write_squares(tmp_path_factory.mktemp("squares"))
+
+
+def write_squares(root: Path) -> Path:
+    """``root``, filled with PNG frames: a textured still scene and the squares of
+    :data:`SQUARES`."""
     rng = np.random.default_rng(3)
     yy, xx = np.mgrid[0:H, 0:W]
     base = 70 + 30 * np.sin(xx / 6.0) + 25 * np.cos(yy / 5.0)
