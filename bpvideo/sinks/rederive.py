@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import logging
 import os
 import shutil
@@ -17,10 +15,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bpvideo.errors import BpvideoError, InputError, literal, shown
+from bpvideo.errors import BpvideoError, InputError
 from bpvideo.events import Event, EventRecorder, FrameTable, check_fps, check_times
 from bpvideo.failures import events_failure
-from bpvideo.limits import FPS_RANGE, MAX_NAME_NUMBER, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import EventStream, event_options, events_csv, frame_times
 from bpvideo.sinks.events import report_facts
@@ -34,11 +31,19 @@ from bpvideo.sinks.outputs import (
     signals_deferred,
     write_json,
 )
+from bpvideo.sinks.readback import (
+    backdrop,
+    frame_seconds,
+    mask_files,
+    read_mask,
+    read_summary,
+    run_options,
+    summary_clock,
+)
 from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import OUTPUTS, tracks_objects
-from bpvideo.sources.headers import decode_image, read_image, read_text
+from bpvideo.sources.headers import read_image
 from bpvideo.sources.regions import region_mask
-from bpvideo.times import WallClock, parse_time_of_day
 
 __all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
 
@@ -137,127 +142,21 @@ def events(masks: Any, /, *, fps: float = 25.0, times: Any = None, **options: An
     return find_events(masks, settings, fps=fps, times=times)[1]
 
 
-def _summary(outdir: Path) -> dict[str, Any]:
-    path = outdir / SUMMARY
-    if not path.is_file():
-        raise InputError(f"{literal(str(outdir))}: no {SUMMARY}: give an output directory of "
-                         "bpvideo separate (a complete one)")  # fmt: skip
-    try:
-        summary = json.loads(read_text(path, "the summary"))
-        summary["mask_numbers"], summary["fps"], summary["width"], summary["height"]
-    except (ValueError, KeyError, TypeError):
-        raise InputError(f"{literal(str(path))}: not a summary of bpvideo separate: give an "
-                         "output directory of bpvideo separate") from None  # fmt: skip
-    _check_summary(path, summary)
-    return summary
-
-
-def _check_summary(path: Path, summary: dict[str, Any]) -> None:
-    """Refuse a summary whose size, rate or mask numbers no run of bpvideo writes (a
-    damaged or edited OUTDIR), naming the field, before any mask is read.
-
-    Raises
-    ------
-    InputError
-        ``"out/summary.json: "fps" is 0, which no run writes (...): the output directory
-        is damaged; run bpvideo separate again"``.
-    """
-
-    def damaged(field: str, rule: str) -> InputError:
-        return InputError(f"{literal(str(path))}: {json.dumps(field)} is "
-                          f"{literal(shown(summary[field]))}, which no run writes ({rule}): the "
-                          "output directory is damaged; run bpvideo separate again")  # fmt: skip
-
-    for side in ("width", "height"):
-        value = summary[side]
-        if type(value) is not int or not 1 <= value <= MAX_SIDE:
-            raise damaged(side, f"a whole number of pixels from 1 to {MAX_SIDE}")
-    if summary["width"] * summary["height"] > MAX_PIXELS:
-        raise damaged("width", f"width x height at most {MAX_PIXELS} pixels")
-    fps, (low, high) = summary["fps"], FPS_RANGE
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not low <= fps <= high:
-        raise damaged("fps", f"frames per second from {low:g} to {high:g}")
-    numbers = summary["mask_numbers"]
-    if not isinstance(numbers, list) or not all(
-        type(n) is int and 0 <= n <= MAX_NAME_NUMBER for n in numbers
-    ):
-        raise damaged("mask_numbers", "a list of whole frame numbers >= 0")
-    run = summary.get("settings", {})
-    if not isinstance(run, dict):
-        raise damaged("settings", "a mapping of the run's options")
-    try:  # the run's own values, before any option given now is merged with them
-        SeparateSettings.from_mapping(_run_options(summary))
-    except InputError as exc:
-        raise InputError(f"{literal(str(path))}: \"settings\" hold a value no run writes "
-                         f"({literal(exc.message)}): the output directory is damaged; run "
-                         "bpvideo separate again") from None  # fmt: skip
-
-
-def _run_options(summary: dict[str, Any]) -> dict[str, Any]:
-    """The options of the run (summary.json's ``settings``), by their option names."""
-    return {k: v for k, v in summary.get("settings", {}).items() if option_name(k) is not None}
-
-
-def _times(outdir: Path, numbers: list[int], fps: float) -> np.ndarray:
-    """The seconds of ``frames.csv`` when it lists these frames, else from the rate."""
-    try:
-        with open(outdir / "frames.csv", newline="") as handle:
-            reader = csv.reader(handle)
-            header = next(reader)
-            at, col = header.index("frame"), header.index("seconds")
-            listed, seconds = [], []
-            for row in reader:
-                listed.append(int(row[at]))
-                seconds.append(float(row[col]))
-        if listed == numbers:
-            return np.array(seconds)
-    except (OSError, ValueError, IndexError, StopIteration):
-        pass
-    return frame_times(numbers, fps)
-
-
-def _clock(summary: dict[str, Any]) -> WallClock:
-    """The clock of the run's seconds (summary.json's ``start_time``), unknown without."""
-    try:
-        origin = parse_time_of_day(summary["start_time"])
-    except (KeyError, InputError):  # an earlier version's summary, or none known
-        return WallClock()
-    return WallClock(origin, summary.get("start_time_source"))
-
-
-def _read_mask(path: Path, shape: tuple[int, int]) -> np.ndarray:
-    """One mask of OUTDIR, of the size its summary says (``shape``: height, width)."""
-    image = decode_image(path, cv2.IMREAD_GRAYSCALE)  # from its bytes: any name
-    if image is None:
-        raise InputError(f"{literal(str(path))}: mask missing or unreadable: run bpvideo "
-                         "separate again")  # fmt: skip
-    if image.shape != shape:
-        raise InputError(f"{literal(str(path))}: mask is {image.shape[1]}x{image.shape[0]} but "
-                         f"{SUMMARY} says the frames are {shape[1]}x{shape[0]}: the output "
-                         "directory is damaged; run bpvideo separate again")  # fmt: skip
-    return image > 127
-
-
-def _mask_files(outdir: Path, numbers: list[int]) -> list[Path]:
-    """The mask files of ``outdir``, in the order of ``numbers``."""
-    return [outdir / "masks" / f"bin{n:06d}.png" for n in numbers]
-
-
 def _read_all(outdir: Path, numbers: list[int], times: np.ndarray, stream: EventStream,
-              backdrop: np.ndarray, objects: ObjectsSink | None,
+              still: np.ndarray, objects: ObjectsSink | None,
               region: np.ndarray | None) -> None:  # fmt: skip
     """Feed the masks of ``outdir``, cut to ``region`` as a run with that region cuts
     them, to the events (and the objects, when tracked), :data:`BLOCK` at a time (read by
     two threads)."""
-    files = _mask_files(outdir, numbers)
-    shape = backdrop.shape[:2]
+    files = mask_files(outdir, numbers)
+    shape = still.shape[:2]
     with ThreadPoolExecutor(2) as pool:
         for lo in range(0, len(files), BLOCK):
-            block = pool.map(lambda f: _read_mask(f, shape), files[lo : lo + BLOCK])
+            block = pool.map(lambda f: read_mask(f, shape), files[lo : lo + BLOCK])
             masks = np.stack(list(block))
             if region is not None:
                 masks &= region
-            frames = np.broadcast_to(backdrop, (len(masks), *backdrop.shape))
+            frames = np.broadcast_to(still, (len(masks), *still.shape))
             stream.add(numbers[lo : lo + BLOCK], masks, frames, times[lo : lo + BLOCK])
             if objects is not None:
                 track_masks(objects, numbers[lo : lo + BLOCK], masks)
@@ -363,6 +262,32 @@ def _page(
     )
 
 
+def _with_objects(
+    summary: dict[str, Any], outputs: dict[str, str], objects: ObjectsSink | None,
+    settings: SeparateSettings, found: list[Event],
+) -> list[Event]:  # fmt: skip
+    """Close the objects when they are tracked: their number and counts go to
+    ``summary``, their files to ``outputs`` (those of the run are dropped otherwise).
+    The events: the objects' with ``events="objects"``, else ``found``."""
+    for key in ("objects", "counts"):
+        summary.pop(key, None)
+    if objects is None:
+        return found
+    objects.close()
+    summary.update(objects.summary())
+    outputs.update(OBJECT_FILES)
+    return objects.events() if settings.events == "objects" else found
+
+
+def _update(summary: dict[str, Any], settings: SeparateSettings, found: list[Event],
+            outputs: dict[str, str]) -> None:  # fmt: skip
+    """summary.json's settings (the event options now), events and outputs."""
+    changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
+    summary["settings"] = {**summary.get("settings", {}), **changed}
+    summary["events"] = [e.row() for e in found]
+    summary["outputs"] = outputs
+
+
 def _checked_settings(
     outdir: Path, summary: dict[str, Any], options: dict[str, Any], writes: Sequence[Access]
 ) -> SeparateSettings:
@@ -372,7 +297,7 @@ def _checked_settings(
     unknown = sorted(k for k, v in options.items() if option_name(k) not in EVENT_SETTINGS)
     if unknown:
         raise InputError(f"unknown event option(s): {', '.join(unknown)}")
-    settings = SeparateSettings.from_mapping({**_run_options(summary), **given})
+    settings = SeparateSettings.from_mapping({**run_options(summary), **given})
     if summary.get("incomplete"):
         logger.warning("%s: an incomplete result (%s frames kept): the events are of those; "
                        "%s", outdir, summary["incomplete"].get("frames"),
@@ -382,7 +307,7 @@ def _checked_settings(
     reads = [Access(outdir / "masks", "the masks"), *region_reads(settings)]
     if writes:  # the masks one by one: a file written (the log) may not be one of them
         numbers = [int(n) for n in summary["mask_numbers"]]
-        reads += [Access(path, "the mask") for path in _mask_files(outdir, numbers)]
+        reads += [Access(path, "the mask") for path in mask_files(outdir, numbers)]
     check_access(reads, [*outputs, *writes])
     return settings
 
@@ -424,24 +349,21 @@ def rederive(
     if not str(outdir).strip():  # Path("") is the current folder: not what was typed
         raise InputError("OUTDIR is an empty name: give the output directory of a run")
     outdir = Path(outdir)
-    summary = _summary(outdir)
+    summary = read_summary(outdir)
     numbers = [int(n) for n in summary["mask_numbers"]]
     settings = _checked_settings(outdir, summary, options, writes)
     if checked is not None:
         checked()
     fps = float(summary["fps"]) * settings.step
     shape = (int(summary["height"]), int(summary["width"]))
-    times = _times(outdir, numbers, fps)
+    times = frame_seconds(outdir, numbers, fps)
     region = region_mask(settings.roi, settings.exclude, shape, settings.scale)
-    still = read_image(outdir / "background.png", cv2.IMREAD_COLOR)
-    if still is None or still.shape[:2] != shape:
-        still = None
-    backdrop = np.zeros((*shape, 3), np.uint8) if still is None else still
+    still = backdrop(outdir, shape)
     try:
         staging = _staging(outdir)
     except OSError as exc:  # a read-only OUTDIR, one not ours
         raise events_failure(outdir, exc) from exc
-    clock = _clock(summary)
+    clock = summary_clock(summary)
     tracked = tracks_objects(settings) or (outdir / OBJECT_FILES["objects"]).exists()
     stream = objects = None
     try:
@@ -449,26 +371,15 @@ def rederive(
         if tracked:
             objects = objects_of_masks(staging, settings, shape, float(summary["fps"]), clock,
                                        dict(zip(numbers, times.tolist(), strict=True)))  # fmt: skip
-        _read_all(outdir, numbers, times, stream, backdrop, objects, region)
+        _read_all(outdir, numbers, times, stream, still, objects, region)
         found = [e.timed(clock) for e in stream.finish()]
-        outputs = dict(summary.get("outputs") or {})
-        outputs.update(EVENT_FILES)
-        for key in ("objects", "counts"):
-            summary.pop(key, None)
-        if objects is not None:
-            objects.close()
-            summary.update(objects.summary())
-            outputs.update(OBJECT_FILES)
-            if settings.events == "objects":
-                found = objects.events()
+        outputs = {**(summary.get("outputs") or {}), **EVENT_FILES}
+        found = _with_objects(summary, outputs, objects, settings, found)
         dropped = _recut_clips(outdir, staging, summary, settings, found, outputs)
         page = _page(outdir, staging, summary, settings, stream, found, tracked)
         atomic_write_bytes(staging / EVENT_FILES["events"], events_csv(found))
         atomic_write_bytes(staging / EVENT_FILES["report"], page.encode())
-        changed = {k: v for k, v in settings.to_dict().items() if k in EVENT_SETTINGS}
-        summary["settings"] = {**summary.get("settings", {}), **changed}
-        summary["events"] = [e.row() for e in found]
-        summary["outputs"] = outputs
+        _update(summary, settings, found, outputs)
         write_json(staging / SUMMARY, summary)
         _swap(outdir, staging, dropped)
     except OSError as exc:  # a full disk part-way: the earlier set stays whole
