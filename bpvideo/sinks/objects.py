@@ -11,6 +11,7 @@ objects`` the events are the objects (:meth:`ObjectsSink.events`).
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -230,11 +231,36 @@ def objects_of_masks(
     times : dict of int to float
         Seconds of each mask number (``frames.csv``).
     """
-    source = SimpleNamespace(fps=fps, height=shape[0], width=shape[1], clock=clock,
-                             mask_number=lambda n: n, numbering="index", times=times)  # fmt: skip
-    sink = ObjectsSink(SimpleNamespace(stage=lambda name: folder / name), source, settings)  # type: ignore[arg-type]
+    source = _ReadBack(fps, shape[0], shape[1], clock, times)
+    sink = ObjectsSink(_Staged(folder), source, settings)  # type: ignore[arg-type]
     sink.open()
     return sink
+
+
+@dataclass
+class _ReadBack:
+    """What :class:`ObjectsSink` asks of its source, for masks read back: the run's mask
+    numbers stand for the frames (``numbering="index"``), each with its seconds."""
+
+    fps: float
+    height: int
+    width: int
+    clock: WallClock
+    times: dict[int, float]
+    numbering: str = "index"
+
+    def mask_number(self, number: int) -> int:
+        return number
+
+
+@dataclass
+class _Staged:
+    """What :class:`ObjectsSink` asks of an output directory: where a file is staged."""
+
+    folder: Path
+
+    def stage(self, name: str) -> Path:
+        return self.folder / name
 
 
 def track_masks(sink: ObjectsSink, numbers: list[int], masks: np.ndarray) -> None:

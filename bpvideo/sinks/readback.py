@@ -32,6 +32,13 @@ __all__ = [
 
 
 def read_summary(outdir: Path) -> dict[str, Any]:
+    """``outdir``'s summary.json, checked (:func:`check_summary`).
+
+    Raises
+    ------
+    InputError
+        No summary.json, one that is not a summary, or one no run writes.
+    """
     path = outdir / SUMMARY
     if not path.is_file():
         raise InputError(f"{literal(str(outdir))}: no {SUMMARY}: give an output directory of "
