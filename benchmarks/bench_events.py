@@ -5,13 +5,16 @@ is separated at the defaults (videos, masks, events, report), then its events ar
 again from the masks with other options (``bpvideo events``: masks read, tables, report
 and summary rewritten). Medians of ``--repeat`` runs of each, in this process.
 
+With ``--objects``: the run tracks objects too (``events="objects"`` and a counting line
+across the street), and ``bpvideo events`` tracks them again from the masks.
+
 With ``--stream N``: the memory of the event outputs instead, N frames of 64x48 masks
 (bursts of a moving square) through :class:`~bpvideo.sinks.event_stream.EventStream`, the
 peak resident memory printed as they go (it stays flat).
 
 Usage::
 
-    python benchmarks/bench_events.py [--frames 600] [--repeat 3]
+    python benchmarks/bench_events.py [--frames 600] [--repeat 3] [--objects]
     python benchmarks/bench_events.py --stream 192000
 
 Markdown on stdout, progress on stderr.
@@ -62,6 +65,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=600)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stream", type=int, default=None, metavar="N")
+    parser.add_argument("--objects", action="store_true", help="track objects too")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.stream:
@@ -72,19 +76,22 @@ def main() -> None:
         scene = make_scene(320, 240, args.frames)
         write_video(clip, scene.frames, 25.0)
         separate, again = [], []
+        tracked = {"events": "objects", "count_line": ["160,0 160,239"]} if args.objects else {}
         for i in range(args.repeat):
             out = Path(tmp) / f"out{i}"
             t = time.perf_counter()
-            separate_file(clip, out)
+            separate_file(clip, out, **tracked)
             separate.append(time.perf_counter() - t)
             t = time.perf_counter()
             summary = rederive(out, event_gap="1s", event_threshold=0.002)
             again.append(time.perf_counter() - t)
             print(f"run {i + 1}: separate {separate[-1]:.2f}s, events {again[-1]:.3f}s "
-                  f"({len(summary['events'])} events)", file=sys.stderr)  # fmt: skip
+                  f"({len(summary['events'])} events, {summary.get('objects')} objects)",
+                  file=sys.stderr)  # fmt: skip
     s, e = statistics.median(separate), statistics.median(again)
+    what = f"{args.frames} at 320x240{', objects' if args.objects else ''}"
     print("| frames | separate (s) | bpvideo events (s) | ratio |\n|---|---|---|---|")
-    print(f"| {args.frames} at 320x240 | {s:.2f} | {e:.3f} | {100 * e / s:.1f} % |")
+    print(f"| {what} | {s:.2f} | {e:.3f} | {100 * e / s:.1f} % |")
 
 
 if __name__ == "__main__":
