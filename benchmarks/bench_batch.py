@@ -7,9 +7,10 @@ the code path of the CLI) with:
 
 - ``local-1``: ``--workers 1`` (one worker process, one BLAS thread);
 - ``local-2``: ``--workers 2``;
-- ``dask-2``: ``--executor dask --scheduler ADDR`` on a :class:`distributed.LocalCluster` of
-  two single-threaded worker processes started once beforehand (its start-up time is
-  printed apart).
+- ``dask-2``: ``--executor dask --scheduler ADDR`` on the :class:`distributed.LocalCluster`
+  of two single-threaded worker processes that ``--executor dask`` starts
+  (:func:`bpvideo.batch.executors.local_cluster`), started once beforehand (its start-up
+  time is printed apart).
 
 Wall times include starting the process pool (a fork server and two workers importing
 numpy, scipy and OpenCV) but not the Dask cluster's start-up. The configurations are run
@@ -71,6 +72,19 @@ def machine_parallelism(workers: int = 2) -> float:
     return workers * one / both
 
 
+def busy_seconds() -> float | None:
+    """CPU seconds the whole machine has spent busy since boot (``/proc/stat``: user,
+    nice, system, irq, softirq), or None off Linux. Its growth over a run counts what
+    the batch's processes and their ffmpeg children used, which their own CPU time
+    (``cpu_seconds`` of the report: each job's process only) leaves out."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / ticks
+
+
 def make_clips(folder: Path, count: int, frames: int, width: int, height: int) -> None:
     """Write ``count`` lossless synthetic clips into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -110,12 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         }
         cluster_start = None
         if not args.no_dask:
-            from distributed import LocalCluster
+            from bpvideo.batch.executors import local_cluster
 
             t = time.perf_counter()
-            cluster = LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-            )
+            cluster, client = local_cluster(2)  # the cluster --executor dask starts
             cluster_start = time.perf_counter() - t
             runs["dask-2"] = BatchOptions(
                 executor="dask", scheduler=cluster.scheduler_address, progress=False
@@ -123,14 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {name: [] for name in runs}
         ratios: dict[str, list[float]] = {name: [] for name in runs}
         cpu: dict[str, list[float]] = {name: [] for name in runs}
+        busy: dict[str, list[float]] = {name: [] for name in runs}
         try:
             for round_ in range(args.repeat):
                 for name, options in runs.items():
                     shutil.rmtree(root / "out", ignore_errors=True)
                     options.report = str(root / f"report-{name}.json")
-                    t = time.perf_counter()
+                    t, b = time.perf_counter(), busy_seconds()
                     code = run_batch(config, options, stdout=lambda s: None)
                     wall = time.perf_counter() - t
+                    if b is not None:
+                        busy[name].append((busy_seconds() - b) / wall)
                     if code != 0:
                         print(f"{name}: batch failed (exit {code})", file=sys.stderr)
                         return 1
@@ -146,21 +161,27 @@ def main(argv: list[str] | None = None) -> int:
                     ratios[name].append(times["local-1"][-1] / times[name][-1])
         finally:
             if cluster is not None:
+                client.close()
                 cluster.close()
 
         print(
             f"bpvideo batch: {args.clips} clips of {args.width}x{args.height}x{args.frames}, "
             f"{args.repeat} rounds, {default_workers()} cores"
         )
-        print(f"{'run':<8} {'median s':>9} {'min s':>7} {'speed-up':>9} {'job CPU s':>10}")
+        print(f"{'run':<8} {'median s':>9} {'min s':>7} {'speed-up':>9} {'job CPU s':>10} "
+              f"{'cores busy':>11}")  # fmt: skip
         for name in runs:
+            used = f"{statistics.median(busy[name]):11.2f}" if busy[name] else f"{'-':>11}"
             print(
                 f"{name:<8} {statistics.median(times[name]):9.2f} {min(times[name]):7.2f} "
-                f"{statistics.median(ratios[name]):8.2f}x {statistics.median(cpu[name]):10.1f}"
+                f"{statistics.median(ratios[name]):8.2f}x {statistics.median(cpu[name]):10.1f} "
+                f"{used}"
             )
         print(
             "(speed-up: median over rounds of local-1's wall time / this run's, same round; "
-            "job CPU s: median of the CPU time summed over the jobs)"
+            "job CPU s: median of the CPU time summed over the jobs; cores busy: the "
+            "machine's busy CPU seconds over the run's wall time, ffmpeg children and the "
+            "batch process included, median)"
         )
         if cluster_start is not None:
             print(f"(Dask LocalCluster start-up, not included above: {cluster_start:.2f}s)")

@@ -37,6 +37,7 @@ __all__ = [
     "in_blocks",
     "in_pool",
     "limit",
+    "limited",
     "threads",
     "use",
 ]
@@ -96,6 +97,11 @@ def limit(cores: int | None) -> None:
     """Cap :func:`available_cores` of this process at ``cores`` (a batch worker's share
     of the machine; None: no cap)."""
     _STATE["limit"] = None if cores is None else max(1, int(cores))
+
+
+def limited() -> int | None:
+    """The cap :func:`limit` set (None: none)."""
+    return _STATE["limit"]
 
 
 def use(count: int | str | None) -> int:

@@ -73,7 +73,9 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
     blas_threads : int or None, default 1
         Cap on BLAS threads while the job runs (``None``: leave as is). Parallelism comes
         from running several jobs at once, so one thread per job keeps the cores busy
-        without oversubscribing them.
+        without oversubscribing them. In a process whose share of the cores no local pool
+        set (a Dask worker), it is also the job's ``--threads auto``: a Dask worker of
+        ``--nthreads 1`` runs beside others on the same machine, which it cannot see.
 
     Returns
     -------
@@ -87,6 +89,9 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
 
     t0, cpu0 = time.perf_counter(), time.process_time()
     result: dict[str, Any] = {"status": "failed", "frames": None, "error": None}
+    shared = cores.limited() is None  # a Dask worker: its jobs run side by side
+    if shared:
+        cores.limit(blas_threads or 1)
     if blas_threads is not None:
         import cv2
 
@@ -107,6 +112,9 @@ def run_job(job: Job, blas_threads: int | None = 1) -> dict[str, Any]:
         result["error"] = f"{job.input}: out of memory: use --scale, --frames or fewer --workers"
     except Exception as exc:  # a bug must not take the other jobs down
         result["error"] = f"internal error: {type(exc).__name__}: {exc}"
+    finally:
+        if shared:
+            cores.limit(None)
     result["seconds"] = round(time.perf_counter() - t0, 3)
     # CPU time of the worker process during the job (this process's, ffmpeg children
     # aside; with several jobs in one process, as on threaded Dask workers, it mixes them).
