@@ -90,7 +90,9 @@ def local_cluster(workers: int) -> tuple[Any, Any]:
                            dashboard_address=None)  # fmt: skip
     try:
         client = Client(cluster)
-        client.register_plugin(_SetUp())
+        # register_plugin since distributed 2023.9.2; register_worker_plugin before it
+        register = getattr(client, "register_plugin", None) or client.register_worker_plugin
+        register(_SetUp())
     except BaseException:
         cluster.close()
         raise
