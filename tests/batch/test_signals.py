@@ -207,13 +207,13 @@ def _saved_frames(out: Path) -> int:
 def test_a_stopped_job_keeps_its_windows_and_resume_goes_on_from_them(
     start, run_cli, tmp_path: Path
 ) -> None:
-    """A job of 4 windows of about a second each (``tol: 0``: every window runs its 200
-    iterations), stopped once its checkpoint holds a window: the report and the last line
+    """A job of 4 windows of about a third of a second each (``tol: 0``: every window runs
+    its 150 iterations), stopped once its checkpoint holds a window: the report and the last line
     say what is kept, and ``--resume`` finishes it to the masks of an uninterrupted run."""
     clip = tmp_path / "cams" / "long.mkv"
     clip.parent.mkdir()
-    write_video(clip, tiny_frames(n=90, h=72, w=96)[0], 10.0, lossless=True)
-    options = {"rank": "1", "tol": "0", "max_iter": "200", "window": "30", "overlap": "5"}
+    write_video(clip, tiny_frames(n=90, h=48, w=64)[0], 10.0, lossless=True)
+    options = {"rank": "1", "tol": "0", "max_iter": "150", "window": "30", "overlap": "5"}
     out = tmp_path / "out" / "long"
     config = tmp_path / "night.yaml"
     config.write_text(f"jobs:\n  - input: {clip}\n    output: {out}\n"
