@@ -47,13 +47,18 @@ def _init_worker(blas_threads: int, share: int | None = None) -> None:
     logging.getLogger("bpvideo").setLevel(logging.ERROR)
 
 
+def _share(workers: int) -> int:
+    """Each of ``workers`` workers' share of this machine's cores (at least 1)."""
+    return max(1, cores.available_cores() // workers)
+
+
 @contextmanager
 def local_executor(workers: int, blas_threads: int = 1) -> Iterator[WorkerPool]:
     """A :class:`~bpvideo.batch.pool.WorkerPool` of ``workers`` processes with
     ``blas_threads`` BLAS threads each and an equal share of the cores (``--threads
     auto`` of their jobs: N workers on C cores run C // N threads each, not C); stopped at
     once when the block is left by an exception (a signal), shut down otherwise."""
-    share = max(1, cores.available_cores() // workers)
+    share = _share(workers)
     pool = WorkerPool(workers, initializer=_init_worker, initargs=(blas_threads, share))
     try:
         yield pool
@@ -78,7 +83,7 @@ def local_cluster(workers: int) -> tuple[Any, Any]:
     """
     from distributed import Client, LocalCluster, WorkerPlugin
 
-    share = max(1, cores.available_cores() // workers)
+    share = _share(workers)
 
     class _SetUp(WorkerPlugin):  # sent to the workers by value (cloudpickle)
         name = "bpvideo-worker"
