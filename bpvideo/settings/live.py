@@ -23,7 +23,8 @@ class LiveSettings:
         "bool",
         "Read INPUT live (stdin or a capture device; a URL such as rtsp://... always is): "
         "each frame's mask is written as it is made, the background is learned on the first "
-        "seconds (--learn, default 4s) and kept current (--absorb).",
+        "4 s (--learn START:END in frames, e.g. 0:50 for 2 s at 25 fps) and kept current "
+        "(--absorb).",
         arrays=False,
     )
     reconnect: float = option(
