@@ -146,12 +146,19 @@ class ArrivalClock:
         self._first: float | None = None
 
     def stamp(self, index: int, arrived: float) -> None:
-        """Frame ``index`` arrived at ``arrived`` (:func:`time.monotonic`)."""
+        """Frame ``index`` arrived at ``arrived`` (:func:`time.monotonic`).
+
+        The time of day of the first arrival is kept to the millisecond and each frame's
+        seconds to the microsecond: what summary.json's ``start_time`` and frames.csv's
+        ``seconds`` record, so that ``bpvideo events`` finds the run's times of day again
+        from them (a finer origin put them 1 ms off now and then)."""
         if self._first is None:
             self._first = arrived
             wall = time.time() - (time.monotonic() - arrived)
-            self.clock = WallClock(dt.datetime.fromtimestamp(wall).astimezone(), "arrival")
-        self.times[index] = arrived - self._first
+            origin = dt.datetime.fromtimestamp(wall).astimezone()
+            origin = origin.replace(microsecond=origin.microsecond // 1000 * 1000)
+            self.clock = WallClock(origin, "arrival")
+        self.times[index] = round(arrived - self._first, 6)
 
     def arrived(self, index: int) -> float:
         """When frame ``index`` arrived, in seconds since the epoch (now, for a frame not

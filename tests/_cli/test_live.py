@@ -168,6 +168,14 @@ def test_segments_roll_over_each_complete_and_masks_stream(street, tmp_path):
     on_disk = np.concatenate([read_masks(folder / "masks") for folder in segments]) > 0
     assert np.array_equal(streamed, on_disk)
     assert f_measure(streamed, truth) > 0.8
+    # `bpvideo events` finds each segment's events again, times of day included: the
+    # arrival clock keeps what summary.json and frames.csv record (ms, us)
+    from bpvideo.sinks.rederive import rederive
+
+    for folder in segments:
+        before = {n: (folder / n).read_bytes() for n in ("events.csv", "frames.csv")}
+        rederive(folder)
+        assert {n: (folder / n).read_bytes() for n in before} == before, folder.name
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
