@@ -10,6 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+
+# Imported before any test runs: a test that imported it first could meet, mid-import, an
+# earlier test's object whose finalizer raises, and pytest's hook for that exception then
+# failed on the half-made module (a flaky failure of the tracemalloc tests).
+import tracemalloc  # noqa: F401
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

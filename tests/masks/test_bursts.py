@@ -4,6 +4,8 @@ samples; those that blink (far leaves, water) or never leave a still stretch are
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 
 from bpvideo.masks import appearances as ap
@@ -94,8 +96,6 @@ def test_a_long_window_is_judged_a_band_of_rows_at_a_time(monkeypatch):
     """Each row's runs are its own: bands of rows give the answer of the whole
     observation at once, and hold a band's temporaries (int64 run numbers among them),
     not the whole window's (120 MB for this one at once)."""
-    import tracemalloc
-
     rng = np.random.default_rng(3)
     m, n = 20_000, 300
     # runs of about 12 frames: some rows calm between bursts, some blinking

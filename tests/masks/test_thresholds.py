@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -108,8 +110,6 @@ def test_the_model_of_a_large_frame_holds_float32_maps_not_float64_copies():
     """The thresholds of a frame of many pixels, a block at a time: what stays between the
     blocks is the float32 maps (4 bytes a value), not every block's float64 medians and
     their concatenation (a 4K window took 0.6 GB more)."""
-    import tracemalloc
-
     from bpvideo.masks.thresholds import SampleBlock, model_from_blocks
 
     rng = np.random.default_rng(0)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import threading
+import tracemalloc
 from pathlib import Path
 
 import cv2
@@ -187,8 +188,6 @@ def test_y4m_frames_are_scaled_as_they_are_read() -> None:
     them: reading never holds more than two full-size frames' bytes (the conversion of a
     full-size frame to colour took about twenty), and the frames match the full-size ones
     scaled."""
-    import tracemalloc
-
     stream = _y4m("yuv420p", source="testsrc2=s=640x480:r=10:d=0.3")
     full = [f for _, f in open_source("-", stdin=io.BytesIO(stream)).frames]
     source = open_source("-", stdin=io.BytesIO(stream), scale=0.25)
