@@ -49,19 +49,10 @@ __all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
 
 logger = logging.getLogger("bpvideo")
 
-#: The options that :func:`rederive` may change.
-EVENT_SETTINGS = (
-    "min_event",
-    "event_gap",
-    "event_pad",
-    "event_threshold",
-    "roi",
-    "exclude",
-    "events",
-    "count_line",
-)
-#: Those that :func:`events` (masks in memory: no objects) takes.
-MASK_EVENT_SETTINGS = EVENT_SETTINGS[:6]
+#: The options that :func:`events` takes (masks in memory: no objects are tracked).
+MASK_EVENT_SETTINGS = ("min_event", "event_gap", "event_pad", "event_threshold", "roi", "exclude")
+#: The options that :func:`rederive` may change: those, and what decides the objects.
+EVENT_SETTINGS = (*MASK_EVENT_SETTINGS, "events", "count_line")
 #: Masks read at a time.
 BLOCK = 64
 
