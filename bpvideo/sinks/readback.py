@@ -15,6 +15,7 @@ from bpvideo.errors import InputError, literal, shown
 from bpvideo.limits import FPS_RANGE, MAX_NAME_NUMBER, MAX_PIXELS, MAX_SIDE
 from bpvideo.settings import SeparateSettings, option_name
 from bpvideo.sinks.event_stream import frame_times
+from bpvideo.sinks.objects import count_lines
 from bpvideo.sinks.outputs import SUMMARY
 from bpvideo.sources.headers import decode_image, read_image, read_text
 from bpvideo.times import WallClock, parse_time_of_day
@@ -87,7 +88,8 @@ def check_summary(path: Path, summary: dict[str, Any]) -> None:
     if not isinstance(run, dict):
         raise damaged("settings", "a mapping of the run's options")
     try:  # the run's own values, before any option given now is merged with them
-        SeparateSettings.from_mapping(run_options(summary))
+        own = SeparateSettings.from_mapping(run_options(summary))
+        count_lines(own.count_line, own.scale, (summary["height"], summary["width"]))
     except InputError as exc:
         raise InputError(f"{literal(str(path))}: \"settings\" hold a value no run writes "
                          f"({literal(exc.message)}): the output directory is damaged; run "

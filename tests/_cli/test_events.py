@@ -133,10 +133,13 @@ def test_bad_options_are_one_line_and_exit_2(run: Path, tmp_path: Path, run_cli,
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
 
 
-def _damage_summary(**fields):
+def _damage_summary(settings: dict | None = None, **fields):
+    """Edit summary.json's top-level ``fields`` and the run's ``settings``."""
+
     def damage(out: Path) -> None:
         summary = json.loads((out / "summary.json").read_text())
         summary.update(fields)
+        summary["settings"].update(settings or {})
         (out / "summary.json").write_text(json.dumps(summary))
 
     return damage
@@ -162,8 +165,21 @@ def _mask_of_another_size(out: Path) -> None:
         (_damage_summary(mask_numbers=[1.5, 2.7, 3]), r'"mask_numbers" is \[1\.5, 2\.7, 3\]'),
         (_damage_summary(mask_numbers=["a", None]), r'"mask_numbers" is \[\'a\', None\]'),
         (_damage_summary(fps=0), r'summary\.json: "fps" is 0, which no run writes'),
+        (  # no run writes a line it refused: the summary is named, not an option
+            _damage_summary(settings={"count_line": ["500,500 600,600"]}),
+            r'summary\.json: "settings" hold a value no run writes \(count_line=\'500,500 '
+            r"600,600\' misses the 48x36 frames",
+        ),
     ],
-    ids=["mask-size", "huge-size", "negative-size", "fractional-numbers", "text-numbers", "fps-0"],
+    ids=[
+        "mask-size",
+        "huge-size",
+        "negative-size",
+        "fractional-numbers",
+        "text-numbers",
+        "fps-0",
+        "line-off-frame",
+    ],
 )
 def test_a_damaged_output_directory_is_one_line_naming_the_file(
     run: Path, tmp_path: Path, run_cli, damage, message
