@@ -146,10 +146,11 @@ def mask_files(outdir: Path, numbers: list[int]) -> list[Path]:
     return [outdir / "masks" / f"bin{n:06d}.png" for n in numbers]
 
 
-def backdrop(outdir: Path, shape: tuple[int, int]) -> np.ndarray:
+def backdrop(outdir: Path, shape: tuple[int, int]) -> tuple[np.ndarray, bytes | None]:
     """What the thumbnails are drawn on: OUTDIR's ``background.png`` (H, W, 3), or black
-    when it is missing or of another size."""
-    still = read_image(outdir / "background.png", cv2.IMREAD_COLOR)
+    when it is missing or of another size; and the PNG itself for the report (None then)."""
+    path = outdir / "background.png"
+    still = read_image(path, cv2.IMREAD_COLOR)
     if still is None or still.shape[:2] != shape:
-        return np.zeros((*shape, 3), np.uint8)
-    return still
+        return np.zeros((*shape, 3), np.uint8), None
+    return still, path.read_bytes()

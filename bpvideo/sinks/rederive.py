@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
 from bpvideo.errors import BpvideoError, InputError
@@ -42,7 +41,6 @@ from bpvideo.sinks.readback import (
 )
 from bpvideo.sinks.report import Links, read_objects, report_html, wall_clock
 from bpvideo.sinks.table import OUTPUTS, tracks_objects
-from bpvideo.sources.headers import read_image
 from bpvideo.sources.regions import region_mask
 
 __all__ = ["EVENT_SETTINGS", "events", "find_events", "rederive"]
@@ -225,22 +223,19 @@ def _swap(outdir: Path, staging: Path, dropped: list[str]) -> None:
 
 def _page(
     outdir: Path, staging: Path, summary: dict[str, Any], settings: SeparateSettings,
-    stream: EventStream, found: list[Event], tracked: bool,
+    stream: EventStream, found: list[Event], tracked: bool, still: bytes | None,
 ) -> str:  # fmt: skip
     """The new ``report.html``: it links the new clips (staged) and the overlay (the
-    masks': it stays), and shows the objects (staged) when they are tracked."""
+    masks': it stays), and shows the objects (staged) when they are tracked, on ``still``
+    (background.png, when it is of the masks' size)."""
     links = Links(Links.of(staging, found).clips, Links.of(outdir, []).overlay)
-    still = outdir / "background.png"
     shape = (int(summary["height"]), int(summary["width"]))
-    shown = read_image(still, cv2.IMREAD_COLOR)
     return report_html(
         title=str(summary.get("input", outdir)),
         series=stream.series.arrays(),
         events=found,
         thumbs=stream.thumbs.of(found),
-        background_png=still.read_bytes()
-        if shown is not None and shown.shape[:2] == shape
-        else None,
+        background_png=still,
         settings=settings.to_dict(),
         facts=report_facts(
             str(summary.get("input")), stream.frames, shape[1], shape[0], float(summary["fps"])
@@ -349,7 +344,7 @@ def rederive(
     shape = (int(summary["height"]), int(summary["width"]))
     times = frame_seconds(outdir, numbers, fps)
     region = region_mask(settings.roi, settings.exclude, shape, settings.scale)
-    still = backdrop(outdir, shape)
+    still, still_png = backdrop(outdir, shape)
     try:
         staging = _staging(outdir)
     except OSError as exc:  # a read-only OUTDIR, one not ours
@@ -367,7 +362,7 @@ def rederive(
         outputs = {**(summary.get("outputs") or {}), **EVENT_FILES}
         found = _with_objects(summary, outputs, objects, settings, found)
         dropped = _recut_clips(outdir, staging, summary, settings, found, outputs)
-        page = _page(outdir, staging, summary, settings, stream, found, tracked)
+        page = _page(outdir, staging, summary, settings, stream, found, tracked, still_png)
         atomic_write_bytes(staging / EVENT_FILES["events"], events_csv(found))
         atomic_write_bytes(staging / EVENT_FILES["report"], page.encode())
         _update(summary, settings, found, outputs)
