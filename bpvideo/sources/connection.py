@@ -124,14 +124,19 @@ class Connection:
     log: list[str] = field(default_factory=list)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            try:
-                pipe.close()
-            except OSError:
-                pass
+        _end(self.proc)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Kill ffmpeg (when it still runs), reap it and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        try:
+            pipe.close()
+        except OSError:
+            pass
 
 
 def connect(
@@ -165,19 +170,22 @@ def connect(
         timer.daemon = True
         timer.start()
     try:
-        _ffmpeg.enlarge_pipe(proc.stdout)
-        line = proc.stdout.readline(MAX_HEADER_LINE)
-    finally:
-        if timer is not None:
-            timer.cancel()
-    if expired.is_set() or not line.startswith(Y4M_MAGIC):
-        proc.kill()
-        err = proc.stderr.read().decode("utf-8", "replace").splitlines()
-        proc.wait()
-        if expired.is_set():  # killed by the timer, maybe just after the header came
-            raise OSError(f"no frame within {timeout:.1f}s")
-        raise OSError(failure(err, "no video stream").replace(name, redact(name)))
-    header = parse_y4m_header(line, redact(name))
+        try:
+            _ffmpeg.enlarge_pipe(proc.stdout)
+            line = proc.stdout.readline(MAX_HEADER_LINE)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if expired.is_set() or not line.startswith(Y4M_MAGIC):
+            proc.kill()
+            err = proc.stderr.read().decode("utf-8", "replace").splitlines()
+            if expired.is_set():  # killed by the timer, maybe just after the header came
+                raise OSError(f"no frame within {timeout:.1f}s")
+            raise OSError(failure(err, "no video stream").replace(name, redact(name)))
+        header = parse_y4m_header(line, redact(name))
+    except BaseException:  # no frame, a header refused, a stop: ffmpeg and its pipes go
+        _end(proc)
+        raise
     frames = y4m_frames(proc.stdout, header, redact(name))
     fps = header.fps if header.fps == header.fps and header.fps > 0 else DEFAULT_FPS
     return Connection(proc, frames, header.width, header.height, fps)

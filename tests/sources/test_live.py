@@ -125,6 +125,7 @@ def test_an_attempt_that_gets_no_frame_ends_at_its_timeout():
     with _camera(first=False) as url, pytest.raises(OSError, match=r"no frame within 0\.5s"):
         connect(url, None, procs.append, timeout=0.5)
     assert procs and procs[0].poll() is not None  # its ffmpeg is gone
+    assert procs[0].stdout.closed and procs[0].stderr.closed  # its pipes too
 
 
 def test_the_first_connection_waits_for_its_first_frame_at_most_first_frame(monkeypatch):
@@ -149,3 +150,4 @@ def test_the_first_connection_waits_for_its_first_frame_at_most_first_frame(monk
             live.LiveReader(url, reconnect=0.2)
     assert waits == [0.5]  # max(reconnect, FIRST_FRAME)
     assert procs and all(p.poll() is not None for p in procs)
+    assert all(p.stdout.closed and p.stderr.closed for p in procs)
