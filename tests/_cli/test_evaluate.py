@@ -46,7 +46,7 @@ def test_evaluate_cli_agrees_with_hand_count(run_cli, hand_case: tuple[Path, Pat
     assert s["pwc"] == pytest.approx(100 * 7 / 28)
     assert s["f_measure"] == pytest.approx(2 * 4 / (2 * 4 + 5 + 2))
     # The per-frame CSV lands in the output directory by default.
-    rows = list(csv.DictReader((out / "evaluation.csv").open()))
+    rows = list(csv.DictReader((out / "evaluation.csv").read_text().splitlines()))
     got = {int(r["frame"]): tuple(int(r[k]) for k in ("TP", "FP", "TN", "FN")) for r in rows}
     assert got == HAND
 
@@ -72,7 +72,7 @@ def test_evaluate_cli_table_options_and_csv(
     assert res.code == 0, res.err
     assert res.out == f"{csv_path}\n"  # stdout: only the CSV's path
     assert "F-measure" in res.err and "recall" in res.err
-    rows = list(csv.DictReader(csv_path.open()))
+    rows = list(csv.DictReader(csv_path.read_text().splitlines()))
     assert [int(r["frame"]) for r in rows] == [10, 11, 12]
     # Frame 10: all-foreground mask on all-background truth: 20 false positives.
     assert (int(rows[0]["FP"]), int(rows[0]["TN"])) == (20, 0)
